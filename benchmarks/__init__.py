@@ -1,0 +1,1 @@
+"""Benchmark suites, the runner (serial or Dask), the results store and the report."""

@@ -1,0 +1,10 @@
+"""Inference engines for the zoo's models; every result is ArviZ InferenceData.
+
+``inference.run(model, data, engine="nuts", seed=0, **options)``; ``engine_names()`` lists engines.
+"""
+
+import zoo  # noqa: F401  (float64 and the compilation cache before any engine traces)
+from inference import exact, numpyro_nuts, nuts, svi  # noqa: F401  (register the engines)
+from inference.api import EngineOutput, engine_names, engines_for, get_engine, register_engine, run
+
+__all__ = ["EngineOutput", "engine_names", "engines_for", "get_engine", "register_engine", "run"]

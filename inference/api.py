@@ -1,0 +1,214 @@
+"""``inference.run``: the engine registry, capability checks, option validation, timing, result assembly.
+
+An engine is a function ``(spec, dataset, key, timer, **options) -> EngineOutput`` registered with its
+name, the capabilities it requires and its default options (DESIGN.md section 4). ``run`` validates the
+model, data and options before anything is compiled, times compilation and execution apart, and returns
+ArviZ InferenceData.
+"""
+
+import json
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any
+
+import jax
+import numpy as np
+
+import zoo
+from inference.program import resolve_params
+from zoo.errors import IncompatibleEngineError, OptionError, unknown_name
+from zoo.registry import Dataset, ModelSpec
+
+Array = Any
+
+# Options whose meaning is shared by every engine that has the notion (DESIGN.md section 4), with the
+# smallest value each accepts.
+COUNT_OPTIONS = {
+    "num_chains": 1,
+    "num_warmup": 0,
+    "num_samples": 1,
+    "num_particles": 1,  # particle filters require >= 2 themselves
+    "num_steps": 1,
+}
+
+
+@dataclass
+class EngineOutput:
+    """What an engine returns; ``run`` turns it into InferenceData.
+
+    posterior: constrained draws, each (chain, draw, *site_shape).
+    sample_stats: per-draw statistics, each (chain, draw) (``diverging``, ``n_steps``, ...).
+    point_estimates: learned parameter values (ML-II, EM, MAP), each (chain, *shape).
+    traces: objective traces of learning engines, each (chain, step).
+    """
+
+    posterior: dict[str, Array]
+    sample_stats: dict[str, Array] = field(default_factory=dict)
+    point_estimates: dict[str, Array] = field(default_factory=dict)
+    traces: dict[str, Array] = field(default_factory=dict)
+    log_evidence: float | None = None
+    num_grad_evals: int | None = None
+    num_lik_evals: int | None = None
+
+
+@dataclass(frozen=True)
+class Engine:
+    name: str
+    fn: Callable[..., EngineOutput]
+    requires: frozenset[str]
+    defaults: Mapping[str, Any]
+    summary: str
+
+
+_ENGINES: dict[str, Engine] = {}
+
+
+def register_engine(name: str, requires: set[str], defaults: Mapping[str, Any], summary: str):
+    """Decorator registering an engine function under ``name``."""
+
+    def decorate(fn: Callable[..., EngineOutput]) -> Callable[..., EngineOutput]:
+        _ENGINES[name] = Engine(name, fn, frozenset(requires), dict(defaults), summary)
+        return fn
+
+    return decorate
+
+
+def get_engine(name: str) -> Engine:
+    try:
+        return _ENGINES[name]
+    except KeyError:
+        raise unknown_name("engine", name, _ENGINES) from None
+
+
+def engine_names() -> list[str]:
+    return sorted(_ENGINES)
+
+
+def fits(engine: Engine, spec: ModelSpec) -> bool:
+    return engine.requires <= spec.capabilities
+
+
+def engines_for(spec: ModelSpec) -> list[str]:
+    return [name for name in engine_names() if fits(_ENGINES[name], spec)]
+
+
+class Timer:
+    """Splits an engine's wall time into compilation and execution.
+
+    ``timer.call(fn, *args)`` compiles ``fn`` (a ``jax.jit`` object) ahead of time for these argument
+    shapes, then runs it to completion. Compiled executables are kept per (fn, shapes), so calling again
+    with other seeds or data of the same shapes compiles nothing.
+    """
+
+    _compiled: "OrderedDict[tuple, Any]" = OrderedDict()
+    _max_cached = 64
+
+    def __init__(self) -> None:
+        self.compile_s = 0.0
+        self.run_s = 0.0
+
+    def call(self, fn: Any, *args: Any) -> Any:
+        leaves, treedef = jax.tree.flatten(args)
+        signature = (fn, treedef, tuple((np.shape(x), str(getattr(x, "dtype", type(x).__name__))) for x in leaves))
+        compiled = self._compiled.get(signature)
+        if compiled is None:
+            start = time.perf_counter()
+            compiled = fn.lower(*args).compile()
+            self.compile_s += time.perf_counter() - start
+            self._compiled[signature] = compiled
+            if len(self._compiled) > self._max_cached:
+                self._compiled.popitem(last=False)
+        start = time.perf_counter()
+        out = jax.block_until_ready(compiled(*args))
+        self.run_s += time.perf_counter() - start
+        return out
+
+
+def validate_options(engine: Engine, options: Mapping[str, Any]) -> dict[str, Any]:
+    """Engine defaults updated by ``options``; unknown names and invalid counts raise OptionError."""
+    unknown = set(options) - set(engine.defaults)
+    if unknown:
+        name = sorted(unknown)[0]
+        raise OptionError(str(unknown_name(f"option of engine {engine.name!r}", name, engine.defaults)))
+    merged = {**engine.defaults, **options}
+    for name, minimum in COUNT_OPTIONS.items():
+        if name in merged:
+            value = merged[name]
+            if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
+                raise OptionError(f"{name} must be an integer >= {minimum}, got {value!r}")
+            merged[name] = int(value)
+    if "learning_rate" in merged and not (float(merged["learning_rate"]) > 0):
+        raise OptionError(f"learning_rate must be positive, got {merged['learning_rate']!r}")
+    return merged
+
+
+def package_versions() -> dict[str, str]:
+    found = {}
+    for package in ("structured-gp-zoo", "jax", "jaxlib", "numpyro", "blackjax", "optax", "arviz"):
+        try:
+            found[package] = version(package)
+        except PackageNotFoundError:
+            found[package] = "not installed"
+    return found
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {k: _jsonable(v) for k, v in value.items()}
+    if isinstance(value, np.ndarray | jax.Array):
+        return np.asarray(value).tolist()
+    return value
+
+
+def run(
+    model: "str | ModelSpec",
+    data: "Dataset | Mapping[str, Any] | None" = None,
+    engine: str = "nuts",
+    seed: int = 0,
+    **options: Any,
+):
+    """Run ``engine`` on ``model`` and return ``az.InferenceData``.
+
+    data: a Dataset or a mapping of the program's arrays; ``None`` simulates data with ``seed``.
+    options: engine options (``num_chains``, ``num_samples``, ``params``, ...); see ``zoo list``.
+    Raises ZooError subclasses for unknown names, engines that do not fit, bad data or options.
+    """
+    from inference import diagnostics
+
+    spec = zoo.get(model)
+    chosen = get_engine(engine)
+    if not fits(chosen, spec):
+        missing = ", ".join(sorted(chosen.requires - spec.capabilities))
+        raise IncompatibleEngineError(
+            f"engine {engine!r} needs {missing}, which model {spec.name!r} does not offer; "
+            f"engines that fit: {', '.join(engines_for(spec)) or 'none'}."
+        )
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
+        raise OptionError(f"seed must be a non-negative integer, got {seed!r}")
+    opts = validate_options(chosen, options)
+    data_key, engine_key = jax.random.split(jax.random.key(int(seed)))
+    dataset = spec.validate(spec.simulate(data_key) if data is None else data)
+    if "params" in opts:
+        opts["params"] = resolve_params(spec, dataset, opts["params"])
+
+    timer = Timer()
+    start = time.perf_counter()
+    output = chosen.fn(spec, dataset, engine_key, timer, **opts)
+    wall_s = time.perf_counter() - start
+    attrs = {
+        "engine": chosen.name,
+        "model": spec.name,
+        "seed": int(seed),
+        "options": json.dumps(_jsonable(opts), sort_keys=True),
+        "versions": json.dumps(package_versions(), sort_keys=True),
+        "wall_s": wall_s,
+        "compile_s": timer.compile_s,
+        "run_s": timer.run_s,
+        "num_grad_evals": -1 if output.num_grad_evals is None else int(output.num_grad_evals),
+        "num_lik_evals": -1 if output.num_lik_evals is None else int(output.num_lik_evals),
+        "log_evidence": np.nan if output.log_evidence is None else float(output.log_evidence),
+    }
+    return diagnostics.to_inference_data(output, dataset, attrs)

@@ -1,0 +1,151 @@
+"""ArviZ conversion, summaries, and comparison of engines against a reference (DESIGN.md section 4).
+
+Every ArviZ call of the project lives here, so a move to the ArviZ 1.x (DataTree) line is one change.
+ESS and R-hat are ArviZ's for every engine (NumPyro's ``n_eff`` differs).
+"""
+
+from collections.abc import Mapping
+from typing import Any
+
+import arviz as az
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from zoo.registry import Dataset
+
+
+def to_inference_data(output: Any, dataset: Dataset, attrs: Mapping[str, Any]) -> az.InferenceData:
+    """InferenceData with groups posterior, sample_stats, observed_data and, for learning engines,
+    point_estimates (chain, ...) and optimization traces (chain, step). ``attrs`` go on every group."""
+    groups = {
+        "posterior": az.dict_to_dataset(_numpy(output.posterior), attrs=dict(attrs)),
+        "observed_data": az.dict_to_dataset(
+            _numpy(dataset.observed), attrs=dict(attrs), default_dims=[], index_origin=0
+        ),
+    }
+    if output.sample_stats:
+        groups["sample_stats"] = az.dict_to_dataset(_numpy(output.sample_stats), attrs=dict(attrs))
+    if output.point_estimates:
+        groups["point_estimates"] = _per_chain_dataset(output.point_estimates, (), attrs)
+    if output.traces:
+        groups["optimization"] = _per_chain_dataset(output.traces, ("step",), attrs)
+    return az.InferenceData(**groups)
+
+
+def _numpy(arrays: Mapping[str, Any]) -> dict[str, np.ndarray]:
+    return {k: np.asarray(v) for k, v in arrays.items()}
+
+
+def _per_chain_dataset(arrays: Mapping[str, Any], leading: tuple[str, ...], attrs) -> xr.Dataset:
+    variables = {}
+    for name, value in _numpy(arrays).items():
+        trailing = value.ndim - 1 - len(leading)
+        dims = ("chain", *leading, *(f"{name}_dim_{i}" for i in range(trailing)))
+        variables[name] = (dims, value)
+    return xr.Dataset(variables, attrs=dict(attrs))
+
+
+def engine_stats(idata: az.InferenceData) -> dict[str, float]:
+    """Whole-run numbers: timings, divergences, min ESS, max R-hat, ESS per second and per gradient."""
+    attrs = idata.posterior.attrs
+    diag = _diagnostics(idata)
+    stats = {
+        "engine": attrs.get("engine", "?"),
+        "chains": int(idata.posterior.sizes["chain"]),
+        "draws": int(idata.posterior.sizes["draw"]),
+        "wall_s": float(attrs.get("wall_s", np.nan)),
+        "compile_s": float(attrs.get("compile_s", np.nan)),
+        "run_s": float(attrs.get("run_s", np.nan)),
+        "divergences": int(idata.sample_stats["diverging"].sum()) if _has_stat(idata, "diverging") else 0,
+        "min_ess_bulk": float(diag["ess_bulk"].min()),
+        "min_ess_tail": float(diag["ess_tail"].min()),
+        "max_rhat": float(diag["r_hat"].max()),
+        "log_evidence": float(attrs.get("log_evidence", np.nan)),
+    }
+    grads = float(attrs.get("num_grad_evals", -1))
+    stats["ess_per_s"] = stats["min_ess_bulk"] / stats["run_s"] if stats["run_s"] > 0 else np.nan
+    stats["ess_per_grad"] = stats["min_ess_bulk"] / grads if grads > 0 else np.nan
+    return stats
+
+
+def _has_stat(idata: az.InferenceData, name: str) -> bool:
+    return "sample_stats" in idata.groups() and name in idata.sample_stats
+
+
+def _diagnostics(idata: az.InferenceData) -> pd.DataFrame:
+    return az.summary(idata, kind="diagnostics", round_to="none")
+
+
+def summary(idata: az.InferenceData, var_names: list[str] | None = None) -> pd.DataFrame:
+    """ArviZ's summary (mean, sd, HDI, MCSE, bulk/tail ESS, R-hat) plus bulk ESS per second of run time.
+
+    Engine-level numbers (``engine_stats``) are attached as ``table.attrs``.
+    """
+    table = az.summary(idata, var_names=var_names, round_to="none")
+    stats = engine_stats(idata)
+    table["ess_bulk_per_s"] = table["ess_bulk"] / stats["run_s"] if stats["run_s"] > 0 else np.nan
+    table.attrs.update(stats)
+    return table
+
+
+def posterior_moments(idata: az.InferenceData) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Per variable, the posterior mean and sd over chains and draws."""
+    post = idata.posterior
+    return {
+        name: (post[name].mean(("chain", "draw")).values, post[name].std(("chain", "draw")).values)
+        for name in post.data_vars
+    }
+
+
+def gaussian_log_density(truth: np.ndarray, mean: np.ndarray, sd: np.ndarray) -> float:
+    """Mean over elements of log N(truth | mean, sd^2): the 'log density of the true latents per point'
+    (McHutchon notes 2.13) under the posterior's marginal Gaussian approximation."""
+    z = (np.asarray(truth) - mean) / sd
+    return float(np.mean(-0.5 * z**2 - np.log(sd) - 0.5 * np.log(2.0 * np.pi)))
+
+
+def compare(
+    results: Mapping[str, az.InferenceData],
+    reference: "str | az.InferenceData | None" = None,
+    truth: Mapping[str, Any] | None = None,
+) -> pd.DataFrame:
+    """One row per engine: ESS (min bulk/tail, per second, per gradient), max R-hat, divergences, timings,
+    log evidence, and against ``reference`` (a key of ``results`` or an InferenceData) the largest error of
+    posterior means and sds in reference-sd units. With ``truth`` (e.g. ``dataset.truth``), the log density
+    of the true latents per point for every variable the posterior shares with the truth.
+    """
+    ref = results[reference] if isinstance(reference, str) else reference
+    ref_moments = posterior_moments(ref) if ref is not None else {}
+    rows = {}
+    for name, idata in results.items():
+        row = engine_stats(idata)
+        moments = posterior_moments(idata)
+        shared = [v for v in moments if v in ref_moments]
+        if shared:
+            mean_err = [np.abs(moments[v][0] - ref_moments[v][0]) / ref_moments[v][1] for v in shared]
+            sd_err = [np.abs(moments[v][1] - ref_moments[v][1]) / ref_moments[v][1] for v in shared]
+            row["max_mean_err_sd"] = float(max(np.max(e) for e in mean_err))
+            row["max_sd_err_rel"] = float(max(np.max(e) for e in sd_err))
+        for var, value in (truth or {}).items():
+            if var in moments and np.shape(value) == moments[var][0].shape:
+                row[f"true_{var}_logdens"] = gaussian_log_density(value, *moments[var])
+        rows[name] = row
+    return pd.DataFrame.from_dict(rows, orient="index")
+
+
+def to_netcdf(idata: az.InferenceData, path: str) -> None:
+    """Write ``idata`` to ``path`` atomically (a temporary name, then a rename)."""
+    import os
+
+    tmp = f"{path}.tmp-{os.getpid()}"
+    try:
+        idata.to_netcdf(tmp)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+
+
+def from_netcdf(path: str) -> az.InferenceData:
+    return az.from_netcdf(path)

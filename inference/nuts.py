@@ -1,0 +1,128 @@
+"""NUTS and HMC via BlackJAX on a NumPyro program (DESIGN.md section 5: checked against conjugate answers).
+
+The program's potential on NumPyro's unconstrained space (log-Jacobian included) is BlackJAX's log density.
+Per chain: window adaptation (step size and mass matrix), then a ``lax.scan`` of kernel steps; chains are
+``vmap``ped inside one ``jit`` that is compiled once per (model, options, shapes) and reused across seeds.
+Draws are mapped back to constrained values (deterministic sites included).
+"""
+
+from functools import cache
+from typing import Any
+
+import blackjax
+import jax
+import jax.numpy as jnp
+from blackjax.adaptation.base import get_filter_adapt_info_fn
+from numpyro.infer.util import constrain_fn, initialize_model, potential_energy
+
+from inference.api import EngineOutput, register_engine
+from inference.program import conditioned_program, observed_args
+from zoo.errors import OptionError
+
+COMMON_DEFAULTS = {
+    "num_chains": 4,
+    "num_warmup": 500,
+    "num_samples": 500,
+    "params": {},
+    "target_accept": 0.8,
+    "dense_mass": False,
+}
+
+
+def initial_positions(model, key: jax.Array, num_chains: int, params, observed) -> dict[str, jax.Array]:
+    """Unconstrained starting points, one per chain (NumPyro's init_to_uniform on (-2, 2), retried until the
+    potential is finite): each (num_chains, *site_shape)."""
+    info = initialize_model(jax.random.split(key, num_chains), model, model_args=(params,), model_kwargs=observed)
+    return info.param_info.z
+
+
+@cache
+def sampler(model, algorithm: str, num_warmup: int, num_samples: int, static: tuple):
+    """The jitted ``(keys, z0, params, observed) -> (positions, stats, warmup_steps)`` for all chains."""
+    options = dict(static)
+    target_accept = options.pop("target_accept")
+    dense_mass = options.pop("dense_mass")
+    kernel = getattr(blackjax, algorithm)
+
+    def one_chain(key, z0, params, observed):
+        def logdensity(z):
+            return -potential_energy(model, (params,), observed, z)
+
+        warmup = blackjax.window_adaptation(
+            kernel,
+            logdensity,
+            is_mass_matrix_diagonal=not dense_mass,
+            target_acceptance_rate=target_accept,
+            adaptation_info_fn=get_filter_adapt_info_fn(info_keys={"num_integration_steps"}),
+            **options,
+        )
+        k_warm, k_sample = jax.random.split(key)
+        (state, tuned), warm_info = warmup.run(k_warm, z0, num_steps=num_warmup)
+        step = kernel(logdensity, **tuned).step  # tuned holds the extra options too
+
+        def one_step(state, k):
+            state, info = step(k, state)
+            stats = {
+                "diverging": info.is_divergent,
+                "n_steps": info.num_integration_steps,
+                "acceptance_rate": info.acceptance_rate,
+                "energy": info.energy,
+                "lp": state.logdensity,
+                "step_size": tuned["step_size"],
+            }
+            return state, (state.position, stats)
+
+        _, (positions, stats) = jax.lax.scan(one_step, state, jax.random.split(k_sample, num_samples))
+        warmup_steps = jnp.sum(warm_info.info.num_integration_steps)
+        return positions, stats, warmup_steps
+
+    def all_chains(keys, z0, params, observed):
+        positions, stats, warmup_steps = jax.vmap(one_chain, in_axes=(0, 0, None, None))(keys, z0, params, observed)
+        constrain = jax.vmap(jax.vmap(lambda z: constrain_fn(model, (params,), observed, z, True)))
+        return constrain(positions), stats, warmup_steps
+
+    return jax.jit(all_chains)
+
+
+def _run(algorithm: str, spec, dataset, key, timer, **options: Any) -> EngineOutput:
+    if options["num_warmup"] < 1:
+        raise OptionError(f"{algorithm} adapts its step size during warmup: num_warmup must be >= 1")
+    if not 0.0 < float(options["target_accept"]) < 1.0:
+        raise OptionError(f"target_accept must lie in (0, 1), got {options['target_accept']!r}")
+    model = conditioned_program(spec)
+    params, observed = options["params"], observed_args(dataset)
+    static = tuple(
+        sorted((k, v) for k, v in options.items() if k not in {"num_chains", "num_warmup", "num_samples", "params"})
+    )
+    run_chains = sampler(model, algorithm, options["num_warmup"], options["num_samples"], static)
+    k_init, k_run = jax.random.split(key)
+    z0 = initial_positions(model, k_init, options["num_chains"], params, observed)
+    keys = jax.random.split(k_run, options["num_chains"])
+    posterior, stats, warmup_steps = timer.call(run_chains, keys, z0, params, observed)
+    return EngineOutput(
+        posterior=posterior,
+        sample_stats=stats,
+        num_grad_evals=int(jnp.sum(stats["n_steps"]) + jnp.sum(warmup_steps)),
+    )
+
+
+@register_engine(
+    "nuts",
+    requires={"continuous"},
+    defaults={**COMMON_DEFAULTS, "max_num_doublings": 10},
+    summary="No-U-Turn sampler (BlackJAX) with window adaptation; chains vmapped in one jit",
+)
+def nuts(spec, dataset, key, timer, **options) -> EngineOutput:
+    return _run("nuts", spec, dataset, key, timer, **options)
+
+
+@register_engine(
+    "hmc",
+    requires={"continuous"},
+    defaults={**COMMON_DEFAULTS, "num_integration_steps": 16},
+    summary="Static-path Hamiltonian Monte Carlo (BlackJAX) with window adaptation",
+)
+def hmc(spec, dataset, key, timer, **options) -> EngineOutput:
+    if int(options["num_integration_steps"]) < 1:
+        raise OptionError("num_integration_steps must be >= 1")
+    return _run("hmc", spec, dataset, key, timer, **options)

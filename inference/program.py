@@ -1,0 +1,71 @@
+"""A model's program seen by engines: conditioning on fixed parameters and inspecting its sites."""
+
+from collections.abc import Mapping
+from functools import cache
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+from numpyro import handlers
+
+from zoo.errors import OptionError, unknown_name
+from zoo.registry import Dataset, ModelSpec
+
+
+@cache
+def conditioned_program(spec: ModelSpec):
+    """``model(params, **observed)``: the spec's program with the sites in ``params`` fixed.
+
+    ``params`` is a dynamic argument, so one jitted engine serves every value of the fixed parameters. Cached
+    per spec so that jitted engines built on it are reused across calls.
+    """
+
+    def model(params: Mapping[str, Any], **observed: Any) -> None:
+        with handlers.condition(data=params):
+            spec.program(**observed)
+
+    return model
+
+
+def latent_sites(spec: ModelSpec, dataset: Dataset) -> dict[str, dict[str, Any]]:
+    """The sample sites the program does not observe, with their shapes and distributions (one trace)."""
+    with handlers.seed(rng_seed=0):
+        trace = handlers.trace(spec.program).get_trace(**_as_jax(dataset.observed))
+    return {
+        name: {"shape": jnp.shape(site["value"]), "fn": site["fn"]}
+        for name, site in trace.items()
+        if site["type"] == "sample" and not site["is_observed"]
+    }
+
+
+def resolve_params(spec: ModelSpec, dataset: Dataset, params: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Fixed parameter values checked against the program's sites and broadcast to their shapes.
+
+    ``None`` means the model's defaults (``spec.default_params``). Raises OptionError on unknown names,
+    wrong shapes or values outside a site's support.
+    """
+    params = dict(spec.default_params if params is None else params)
+    sites = latent_sites(spec, dataset)
+    resolved = {}
+    for name, value in params.items():
+        if name not in sites:
+            raise unknown_name(f"parameter of {spec.name}", name, sites)
+        shape = sites[name]["shape"]
+        try:
+            array = jnp.broadcast_to(jnp.asarray(value, dtype=float), shape)
+        except ValueError:
+            raise OptionError(f"params[{name!r}] has shape {jnp.shape(value)}; the site has shape {shape}.") from None
+        support = sites[name]["fn"].support
+        if not bool(jnp.all(support(array))) or not bool(jnp.all(jnp.isfinite(array))):
+            raise OptionError(f"params[{name!r}] = {value!r} is outside the support of the site ({support}).")
+        resolved[name] = array
+    return resolved
+
+
+def _as_jax(arrays: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: jnp.asarray(v) for k, v in arrays.items()}
+
+
+def observed_args(dataset: Dataset) -> dict[str, jax.Array]:
+    """The program's keyword arguments as JAX arrays."""
+    return _as_jax(dataset.observed)

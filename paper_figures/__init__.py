@@ -1,0 +1,36 @@
+"""Reproductions of the source documents' tables and figures, one script each.
+
+Each script is a module of this package that defines ``DESCRIPTION`` (one line, naming the table/figure and
+document) and ``main(quick: bool, out: Path) -> None``; it writes the figure (PNG), the numbers behind it
+(CSV) and a side-by-side comparison with the published values, which it keeps next to the script.
+Add a script by listing its module name in ``SCRIPTS``.
+"""
+
+import importlib
+from dataclasses import dataclass
+from pathlib import Path
+
+from zoo.errors import unknown_name
+
+SCRIPTS: list[str] = []
+
+
+@dataclass(frozen=True)
+class Figure:
+    name: str
+    description: str
+    module: str
+
+
+FIGURES = {
+    name: Figure(name, importlib.import_module(f"paper_figures.{name}").DESCRIPTION, f"paper_figures.{name}")
+    for name in SCRIPTS
+}
+
+
+def run_figure(name: str, quick: bool, out: Path) -> None:
+    if name not in FIGURES:
+        raise unknown_name("figure", name, FIGURES)
+    target = out / name
+    target.mkdir(parents=True, exist_ok=True)
+    importlib.import_module(FIGURES[name].module).main(quick=quick, out=target)

@@ -1,0 +1,14 @@
+"""Structured Gaussian-process models as NumPyro programs.
+
+Importing ``zoo`` enables float64 and the persistent compilation cache (see ``zoo.config``) and registers
+every model family. ``zoo.get(name)`` returns a ``ModelSpec``; ``zoo.names()`` lists them.
+"""
+
+from zoo.config import configure_jax
+
+configure_jax()
+
+from zoo import regression  # noqa: E402,F401  (registers the models)
+from zoo.registry import Dataset, ModelSpec, get, names, register  # noqa: E402
+
+__all__ = ["Dataset", "ModelSpec", "get", "names", "register"]

@@ -1,0 +1,1 @@
+"""Generators of synthetic data and small bundled real data sets (each with its provenance)."""

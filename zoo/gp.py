@@ -1,0 +1,85 @@
+"""Shared GP algebra: Cholesky with jitter, Gaussian conditioning, exact GP posterior and evidence.
+
+All in float64 via Cholesky factors and triangular solves; no explicit inverses. Equations: Franzese notes
+1.4-1.5 (eqs. 3.7, 4.6-4.14, 6.2), Kaiser notes 1.1 (eqs. 2.41-2.49).
+"""
+
+from typing import Any, NamedTuple
+
+import jax.numpy as jnp
+from jax.scipy.linalg import cho_solve, solve_triangular
+
+from zoo.kernels import Kernel
+
+Array = Any
+
+JITTER = 1e-6  # relative to the mean diagonal (Franzese notes 5.2: 1e-6 sigma_v^2)
+
+
+def add_jitter(K: Array, jitter: float = JITTER) -> Array:
+    """K + jitter * mean(diag K) * I, so that the Cholesky factor exists for nearly singular K."""
+    scale = jnp.mean(jnp.diagonal(K))
+    return K + jitter * scale * jnp.eye(K.shape[-1])
+
+
+def cholesky(K: Array, jitter: float = JITTER) -> Array:
+    """Lower Cholesky factor of K plus relative jitter: (n, n)."""
+    return jnp.linalg.cholesky(add_jitter(K, jitter))
+
+
+def mvn_logpdf_chol(x: Array, mean: Array, L: Array) -> Array:
+    """log N(x | mean, L L^T) for a lower Cholesky factor L."""
+    alpha = solve_triangular(L, x - mean, lower=True)
+    n = x.shape[-1]
+    return -0.5 * (alpha @ alpha) - jnp.sum(jnp.log(jnp.diagonal(L))) - 0.5 * n * jnp.log(2.0 * jnp.pi)
+
+
+class GaussianPosterior(NamedTuple):
+    mean: Array  # (n,)
+    cov: Array  # (n, n)
+
+
+def linear_gaussian_posterior(
+    prior_cov: Array, design: Array, obs: Array, noise_var: Array
+) -> tuple[GaussianPosterior, Array]:
+    """Posterior of w ~ N(0, prior_cov) given obs = design @ w + N(0, noise_var I), and log p(obs).
+
+    Uses the precision form A = design^T design / noise + prior_cov^{-1} (R&W eq. 2.8, Franzese 1.3),
+    factorised by Cholesky; shapes: prior_cov (d, d), design (n, d), obs (n,).
+    """
+    Lp = jnp.linalg.cholesky(prior_cov)
+    # Whiten: w = Lp v, v ~ N(0, I); then A_v = I + B^T B / noise with B = design Lp.
+    B = design @ Lp
+    d = prior_cov.shape[0]
+    LA = jnp.linalg.cholesky(jnp.eye(d) + B.T @ B / noise_var)
+    mean_v = cho_solve((LA, True), B.T @ obs / noise_var)
+    LA_inv_T = solve_triangular(LA, jnp.eye(d), lower=True).T  # columns span cov_v = LA^-T LA^-1
+    cov_sqrt = Lp @ LA_inv_T
+    posterior = GaussianPosterior(Lp @ mean_v, cov_sqrt @ cov_sqrt.T)
+    log_evidence = mvn_logpdf_chol(
+        obs, jnp.zeros_like(obs), jnp.linalg.cholesky(B @ B.T + noise_var * jnp.eye(obs.shape[0]))
+    )
+    return posterior, log_evidence
+
+
+def log_marginal_likelihood(kernel: Kernel, X: Array, y: Array, noise_var: Array, mean: Array = 0.0) -> Array:
+    """log N(y | mean, K + noise I) (Franzese eq. 6.2, Kaiser eq. 2.49 negated)."""
+    K = kernel(X) + noise_var * jnp.eye(y.shape[0])
+    return mvn_logpdf_chol(y, jnp.broadcast_to(mean, y.shape), cholesky(K))
+
+
+def predict(
+    kernel: Kernel, X: Array, y: Array, noise_var: Array, X_new: Array, full_cov: bool = True
+) -> GaussianPosterior:
+    """Posterior of f at X_new (Franzese eqs. 4.13-4.14); add noise_var for y_new.
+
+    Returns mean (m,) and covariance (m, m), or the variances (m,) when ``full_cov`` is False.
+    """
+    L = cholesky(kernel(X) + noise_var * jnp.eye(y.shape[0]))
+    Ks = kernel(X, X_new)
+    alpha = cho_solve((L, True), y)
+    V = solve_triangular(L, Ks, lower=True)
+    mean = Ks.T @ alpha
+    if full_cov:
+        return GaussianPosterior(mean, kernel(X_new) - V.T @ V)
+    return GaussianPosterior(mean, kernel.diag(X_new) - jnp.sum(V**2, 0))

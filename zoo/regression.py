@@ -1,0 +1,168 @@
+"""Bayesian linear regression and GP regression (Franzese notes 1.3, 1.5, 2.1; Kaiser notes 1.1).
+
+Sites: ``lengthscale`` (D,), ``variance`` = sigma_v^2, ``noise`` = sigma_n^2 (a variance: Franzese notes 5.2
+put the prior on the variance), latent ``z``/``f`` in the latent form, weights ``w`` in BLR.
+"""
+
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import numpyro
+import numpyro.distributions as dist
+
+from zoo import gp
+from zoo.data.regression import linear_design, noisy_sine
+from zoo.kernels import SquaredExponential
+from zoo.registry import ConjugatePosterior, Dataset, ModelSpec, frozen, positive_int, register
+
+BLR_PRIOR_SCALE = 1.0  # w ~ N(0, I): Franzese eq. 2.17 with Sigma_p = I (notes 3, Fig 2.3 default)
+
+
+def blr(X, y=None):
+    """Bayesian linear regression y = X w + eps (Franzese eqs. 2.12-2.17). X: (N, D), y: (N,)."""
+    noise = numpyro.sample("noise", dist.LogNormal(-2.0, 1.0))
+    w = numpyro.sample("w", dist.Normal(0.0, BLR_PRIOR_SCALE).expand([X.shape[1]]).to_event(1))
+    numpyro.sample("y", dist.Normal(X @ w, jnp.sqrt(noise)).to_event(1), obs=y)
+
+
+def blr_conjugate(params, X, y) -> ConjugatePosterior:
+    """w | y, noise ~ N(A^-1 X^T y / s2, A^-1), A = X^T X / s2 + Sigma_p^-1 (R&W eq. 2.8, notes 1.3)."""
+    prior_cov = BLR_PRIOR_SCALE**2 * jnp.eye(X.shape[1])
+    post, log_evidence = gp.linear_gaussian_posterior(prior_cov, X, y, params["noise"])
+    return ConjugatePosterior(post.mean, post.cov, lambda w: {"w": w}, log_evidence)
+
+
+def simulate_blr(key, n: int = 50, d: int = 2) -> Dataset:
+    n, d = positive_int("n", n), positive_int("d", d)
+    k_x, k_w, k_y = jax.random.split(key, 3)
+    X = linear_design(k_x, n, d)
+    noise = 0.25
+    w = BLR_PRIOR_SCALE * jax.random.normal(k_w, (d,))
+    y = X @ w + jnp.sqrt(noise) * jax.random.normal(k_y, (n,))
+    return Dataset(observed={"X": X, "y": y}, truth={"w": w, "noise": noise})
+
+
+def _hyperparameters(D: int, lengthscale_prior: dist.Distribution):
+    lengthscale = numpyro.sample("lengthscale", lengthscale_prior.expand([D]).to_event(1))
+    variance = numpyro.sample("variance", dist.LogNormal(0.0, 1.0))
+    noise = numpyro.sample("noise", dist.LogNormal(-2.0, 1.0))
+    return SquaredExponential(variance, lengthscale), noise
+
+
+def gp_regression(X, y=None, lengthscale_prior=None):
+    """GP regression with f integrated out: y ~ N(0, K + sigma_n^2 I) (Franzese eq. 3.4 / 6.2).
+
+    SE-ARD kernel; priors LogNormal(0, 1) on lengthscales and signal variance, LogNormal(-2, 1) on the noise
+    variance (notes 1.12 sketch (a)). X: (N, D), y: (N,).
+    """
+    lengthscale_prior = lengthscale_prior or dist.LogNormal(0.0, 1.0)
+    kernel, noise = _hyperparameters(X.shape[1], lengthscale_prior)
+    L = gp.cholesky(kernel(X) + noise * jnp.eye(X.shape[0]))
+    numpyro.sample("y", dist.MultivariateNormal(jnp.zeros(X.shape[0]), scale_tril=L), obs=y)
+
+
+def gp_regression_latent(X, y=None):
+    """GP regression with latent f in non-centred form: z ~ N(0, I), f = L z, y ~ N(f, sigma_n^2 I).
+
+    (Franzese notes 1.12 sketch (b); Kaiser notes 1.1.) Given the hyperparameters the posterior of f is
+    eqs. 4.6-4.7, which the ``conjugate`` view computes.
+    """
+    kernel, noise = _hyperparameters(X.shape[1], dist.LogNormal(0.0, 1.0))
+    L = gp.cholesky(kernel(X))
+    z = numpyro.sample("z", dist.Normal(0.0, 1.0).expand([X.shape[0]]).to_event(1))
+    f = numpyro.deterministic("f", L @ z)
+    numpyro.sample("y", dist.Normal(f, jnp.sqrt(noise)).to_event(1), obs=y)
+
+
+def gp_latent_conjugate(params, X, y) -> ConjugatePosterior:
+    """z | y ~ N with y = L z + eps; f = L z then has mean K (K + s2 I)^-1 y (Franzese eqs. 4.6-4.7)."""
+    kernel = SquaredExponential(params["variance"], params["lengthscale"])
+    L = gp.cholesky(kernel(X))
+    post, log_evidence = gp.linear_gaussian_posterior(jnp.eye(X.shape[0]), L, y, params["noise"])
+    return ConjugatePosterior(post.mean, post.cov, lambda z: {"z": z, "f": L @ z}, log_evidence)
+
+
+def simulate_regression(key, n: int = 40, d: int = 1, n_test: int = 100) -> Dataset:
+    """Noisy sine sin(2x) on [-3, 3]^d with noise std 0.3 (the probe's test problem)."""
+    n, d, n_test = positive_int("n", n), positive_int("d", d), positive_int("n_test", n_test)
+    k_train, k_test = jax.random.split(key)
+    sine = partial(noisy_sine, low=-3.0, high=3.0, frequency=1.0 / jnp.pi, noise_std=0.3, dims=d)
+    X, f, y = sine(k_train, n)
+    X_test, f_test, y_test = sine(k_test, n_test)
+    return Dataset(
+        observed={"X": X, "y": y},
+        truth={"f": f, "noise": 0.09},
+        test={"X": X_test, "y": y_test},
+    )
+
+
+# The hyperparameter problem of Franzese Figs 6.2/6.3 (notes 2.1 and the calibration note of section 3):
+# sin(2 pi 0.1 x) on [0, 40] with heavy noise. Few points leave two explanations: a period-10 signal, or all
+# noise. Priors are broad on the scale of the inputs so both explanations keep posterior mass.
+HYPERPOSTERIOR_NOISE_STD = 0.8
+HYPERPOSTERIOR_LENGTHSCALE_PRIOR = dist.LogNormal(jnp.log(3.0), 1.5)
+
+
+def gp_hyperposterior(X, y=None):
+    """``gp_regression`` with a lengthscale prior LogNormal(log 3, 1.5) suited to inputs on [0, 40]."""
+    gp_regression(X, y, lengthscale_prior=HYPERPOSTERIOR_LENGTHSCALE_PRIOR)
+
+
+def simulate_hyperposterior(key, n: int = 20) -> Dataset:
+    n = positive_int("n", n)
+    X, f, y = noisy_sine(key, n, 0.0, 40.0, 0.1, HYPERPOSTERIOR_NOISE_STD)
+    return Dataset(observed={"X": X, "y": y}, truth={"f": f, "noise": HYPERPOSTERIOR_NOISE_STD**2})
+
+
+REGRESSION_SHAPES = frozen({"X": ("N", "D"), "y": ("N",)})
+GP_DEFAULTS = frozen({"lengthscale": 1.0, "variance": 1.0, "noise": 0.1})
+
+register(
+    ModelSpec(
+        name="blr",
+        summary="Bayesian linear regression with a conjugate Gaussian prior on the weights",
+        source="Franzese 2024, sec. 2.3 (eqs. 2.12-2.19); Kaiser 2021, sec. 2.4 (eqs. 2.20-2.21)",
+        program=blr,
+        simulate=simulate_blr,
+        data_shapes=REGRESSION_SHAPES,
+        default_params=frozen({"noise": 0.25}),
+        capabilities=frozenset({"continuous", "conjugate"}),
+        views=frozen({"conjugate": blr_conjugate}),
+    )
+)
+register(
+    ModelSpec(
+        name="gp/regression",
+        summary="GP regression (SE-ARD), f integrated out; priors on lengthscales, signal and noise variance",
+        source="Franzese 2024, ch. 4 and eq. 6.2; Kaiser 2021, sec. 2.4 (eqs. 2.39-2.49)",
+        program=gp_regression,
+        simulate=simulate_regression,
+        data_shapes=REGRESSION_SHAPES,
+        default_params=GP_DEFAULTS,
+    )
+)
+register(
+    ModelSpec(
+        name="gp/regression-latent",
+        summary="GP regression with latent f in non-centred form (f = L z); conjugate given hyperparameters",
+        source="Franzese 2024, eqs. 4.6-4.7; notes 1.12 (b)",
+        program=gp_regression_latent,
+        simulate=simulate_regression,
+        data_shapes=REGRESSION_SHAPES,
+        default_params=GP_DEFAULTS,
+        capabilities=frozenset({"continuous", "conjugate"}),
+        views=frozen({"conjugate": gp_latent_conjugate}),
+    )
+)
+register(
+    ModelSpec(
+        name="gp/hyperposterior",
+        summary="Noisy-sine hyperparameter posterior, bimodal for N=20 (signal vs all-noise); N=40 unimodal",
+        source="Franzese 2024, sec. 6 Figs 6.2-6.3 (recast in Bayesian form, notes 6 P0.3)",
+        program=gp_hyperposterior,
+        simulate=simulate_hyperposterior,
+        data_shapes=REGRESSION_SHAPES,
+        default_params=GP_DEFAULTS,
+    )
+)

@@ -1,0 +1,180 @@
+"""The ``zoo`` command: list models and engines, run an engine on a model, reproduce figures.
+
+Kept outside the ``zoo`` package because it sits above every layer (zoo <- inference <- benchmarks,
+paper_figures); heavy imports happen inside the subcommands so ``zoo --help`` answers at once.
+"""
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+
+def _parse_value(text: str):
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def _key_values(pairs: list[str], flag: str) -> dict:
+    out = {}
+    for pair in pairs:
+        if "=" not in pair:
+            raise SystemExit(f"zoo: {flag} expects KEY=VALUE, got {pair!r}")
+        key, value = pair.split("=", 1)
+        out[key] = _parse_value(value)
+    return out
+
+
+def cmd_list(args) -> int:
+    import inference
+    import zoo
+
+    print("Models (engines that fit):")
+    for name in zoo.names():
+        spec = zoo.get(name)
+        print(f"  {name:24s} {spec.summary}")
+        print(f"  {'':24s}   engines: {', '.join(inference.engines_for(spec))}")
+    print("\nEngines:")
+    for name in inference.engine_names():
+        engine = inference.get_engine(name)
+        needs = ", ".join(sorted(engine.requires))
+        print(f"  {name:14s} {engine.summary} [needs: {needs}]")
+    return 0
+
+
+def cmd_run(args) -> int:
+    import jax
+
+    import inference
+    import zoo
+    from inference import diagnostics
+
+    spec = zoo.get(args.model)  # unknown names fail here, before any simulation
+    options = _key_values(args.option, "--option")
+    for flag, name in (
+        ("chains", "num_chains"),
+        ("warmup", "num_warmup"),
+        ("samples", "num_samples"),
+        ("steps", "num_steps"),
+        ("particles", "num_particles"),
+    ):
+        value = getattr(args, flag)
+        if value is not None:
+            options[name] = value
+    if args.params:
+        options["params"] = _key_values(args.params, "--params")
+    size = _key_values(args.size, "--size")
+    data = spec.simulate(jax.random.key(args.data_seed), **size) if (size or args.data_seed is not None) else None
+    print(f"zoo: running {args.engine} on {spec.name} (seed {args.seed}) ...", file=sys.stderr, flush=True)
+    idata = inference.run(spec, data, engine=args.engine, seed=args.seed, **options)
+    table = diagnostics.summary(idata)
+    columns = [c for c in ("mean", "sd", "mcse_mean", "ess_bulk", "ess_tail", "r_hat", "ess_bulk_per_s") if c in table]
+    with_pd_options(lambda: print(table[columns].head(args.max_rows).to_string(float_format=_fmt)))
+    if len(table) > args.max_rows:
+        print(f"... {len(table) - args.max_rows} more rows (--max-rows)")
+    stats = table.attrs
+    print(
+        f"\n{stats['engine']}: {stats['chains']} chains x {stats['draws']} draws; "
+        f"compile {stats['compile_s']:.2f} s, run {stats['run_s']:.2f} s; "
+        f"min bulk ESS {stats['min_ess_bulk']:.0f}, min tail ESS {stats['min_ess_tail']:.0f}, "
+        f"ESS/s {stats['ess_per_s']:.1f}, max R-hat {stats['max_rhat']:.3f}, divergences {stats['divergences']}"
+    )
+    if args.out:
+        diagnostics.to_netcdf(idata, args.out)
+        print(f"wrote {args.out}")
+    return 0
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.4g}"
+
+
+def with_pd_options(fn):
+    import pandas as pd
+
+    with pd.option_context("display.width", 200, "display.max_columns", 20):
+        fn()
+
+
+def cmd_figure(args) -> int:
+    import paper_figures
+
+    if args.list or not (args.names or args.all):
+        for name, figure in paper_figures.FIGURES.items():
+            print(f"  {name:28s} {figure.description}")
+        return 0
+    names = list(paper_figures.FIGURES) if args.all else args.names
+    for name in names:
+        paper_figures.run_figure(name, quick=args.quick, out=Path(args.out))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="zoo", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("list", help="list models and engines, and which engine fits which model")
+    p.set_defaults(func=cmd_list)
+
+    p = sub.add_parser("run", help="run an inference engine on a model and print diagnostics")
+    p.add_argument("model", help="model name (see `zoo list`)")
+    p.add_argument("--engine", default="nuts", help="engine name (default: nuts)")
+    p.add_argument("--seed", type=int, default=0, help="random seed of the engine (and of simulated data)")
+    p.add_argument("--data-seed", type=int, default=None, help="simulate data with this seed instead")
+    p.add_argument(
+        "--size",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="size of simulated data, e.g. --size n=100 (repeatable)",
+    )
+    p.add_argument("--chains", type=int, help="num_chains")
+    p.add_argument("--warmup", type=int, help="num_warmup")
+    p.add_argument("--samples", type=int, help="num_samples")
+    p.add_argument("--steps", type=int, help="num_steps (optimisation steps)")
+    p.add_argument("--particles", type=int, help="num_particles")
+    p.add_argument(
+        "--params",
+        action="append",
+        default=[],
+        metavar="SITE=VALUE",
+        help="fix a model parameter, e.g. --params noise=0.1 (repeatable)",
+    )
+    p.add_argument(
+        "--option",
+        "-o",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="any other engine option, value parsed as JSON (repeatable)",
+    )
+    p.add_argument("--out", help="write the InferenceData to this netCDF file")
+    p.add_argument("--max-rows", type=int, default=30, help="rows of the summary table to print")
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("figure", help="reproduce a table or figure of the source documents")
+    p.add_argument("names", nargs="*", help="figure names (see --list)")
+    p.add_argument("--list", action="store_true", help="list the reproductions")
+    p.add_argument("--all", action="store_true", help="run every reproduction")
+    p.add_argument("--quick", action="store_true", help="a small version (what CI runs)")
+    p.add_argument("--out", default="figures_out", help="output folder (default: figures_out)")
+    p.set_defaults(func=cmd_figure)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    import zoo  # noqa: F401  (quiet XLA logging and float64 before anything imports jax)
+    from zoo.errors import ZooError
+
+    try:
+        return args.func(args)
+    except ZooError as exc:
+        print(f"zoo: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
