@@ -1,4 +1,4 @@
-"""The ``zoo`` command: list models and engines, run an engine on a model, reproduce figures.
+"""The ``zoo`` command: list models and engines, run an engine on a model, benchmark, reproduce figures.
 
 Kept outside the ``zoo`` package because it sits above every layer (zoo <- inference <- benchmarks,
 paper_figures); heavy imports happen inside the subcommands so ``zoo --help`` answers at once.
@@ -111,6 +111,18 @@ def cmd_figure(args) -> int:
     return 0
 
 
+def cmd_bench(args) -> int:
+    from benchmarks.cli import bench
+
+    return bench(args)
+
+
+def cmd_report(args) -> int:
+    from benchmarks.cli import rebuild_report
+
+    return rebuild_report(args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="zoo", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -161,6 +173,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quick", action="store_true", help="a small version (what CI runs)")
     p.add_argument("--out", default="figures_out", help="output folder (default: figures_out)")
     p.set_defaults(func=cmd_figure)
+
+    p = sub.add_parser("bench", help="run a benchmark suite (a grid of model x engine x seed) and write a report")
+    p.add_argument("suite", help="suite name (benchmarks/suites/NAME.toml) or a path to a suite .toml file")
+    p.add_argument("--out", help="results folder (default: bench_results/SUITE)")
+    p.add_argument("--executor", choices=["local", "dask"], default="local", help="where cells run (default: local)")
+    p.add_argument("--scheduler", metavar="ADDRESS", help="Dask scheduler to connect to (default: a local cluster)")
+    p.add_argument("--workers", type=int, default=2, help="worker processes of the local Dask cluster (default: 2)")
+    p.add_argument("--resume", action="store_true", help="finish an interrupted run; finished cells are not redone")
+    p.add_argument("--retry-failed", action="store_true", help="with --resume, run failed cells again")
+    p.add_argument("--no-report", action="store_true", help="skip writing report.md/report.html")
+    p.set_defaults(func=cmd_bench)
+
+    p = sub.add_parser("report", help="rebuild report.md and report.html from a results folder of `zoo bench`")
+    p.add_argument("dir", help="results folder (e.g. bench_results/quick)")
+    p.set_defaults(func=cmd_report)
     return parser
 
 
