@@ -1,0 +1,146 @@
+"""NIGP (zoo/nigp.py) against autodiff, the plain GP and finite differences; the gp/eiv program under the engines."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import numpyro.distributions as dist
+import pytest
+from jax.scipy.linalg import cho_solve
+from jax.test_util import check_grads
+from numpyro.infer.util import log_density
+
+import inference
+import zoo
+from zoo import gp, nigp
+from zoo.errors import DataError
+
+PARAMS = nigp.NIGPParams(jnp.array([0.9, 1.4]), jnp.asarray(1.2), jnp.asarray(0.05), jnp.array([0.04, 0.09]))
+
+
+@pytest.fixture(scope="module")
+def data():
+    k = jax.random.split(jax.random.PRNGKey(0), 2)
+    X = jax.random.uniform(k[0], (25, 2), minval=-3.0, maxval=3.0)
+    y = jnp.sin(X[:, 0]) * jnp.cos(0.5 * X[:, 1]) + 0.1 * jax.random.normal(k[1], (25,))
+    return X, y
+
+
+def test_slopes_match_autodiff_of_the_slope_gp(data):
+    """dfbar = d m(x)/dx and V[df]_dd = d^2 c(x, x')/dx_d dx'_d at x = x' (McHutchon 2.85-2.86, 2.104)."""
+    X, y = data
+    kern = PARAMS.kernel
+    L_s = gp.cholesky(kern(X) + PARAMS.noise * jnp.eye(25))
+    beta = cho_solve((L_s, True), y)
+    X_at = jnp.array([[0.3, -1.0], [2.0, 0.5], [-2.5, 2.5]])
+    dfbar, slope_var = nigp.slope_moments(PARAMS, X, L_s, beta, X_at)
+
+    def mean(x):
+        return kern(X, x[None])[:, 0] @ beta
+
+    def cov(x1, x2):
+        k1, k2 = kern(X, x1[None])[:, 0], kern(X, x2[None])[:, 0]
+        return kern(x1[None], x2[None])[0, 0] - k1 @ cho_solve((L_s, True), k2)
+
+    for j, x in enumerate(X_at):
+        np.testing.assert_allclose(dfbar[j], jax.grad(mean)(x), rtol=1e-10, atol=1e-12)
+        hessian = jax.jacfwd(jax.grad(cov, argnums=0), argnums=1)(x, x)
+        np.testing.assert_allclose(slope_var[j], jnp.diagonal(hessian), rtol=1e-8, atol=1e-10)
+
+
+def test_zero_input_noise_is_plain_gp(data):
+    X, y = data
+    params = PARAMS._replace(input_noise=jnp.zeros(2))
+    exact = gp.log_marginal_likelihood(params.kernel, X, y, params.noise)
+    for mode in nigp.MODES:
+        np.testing.assert_allclose(nigp.log_likelihood(params, X, y, mode), exact, rtol=1e-12)
+
+
+def test_nigp_covariance_is_the_dense_formula(data):
+    """log N(y | 0, K + diag(Sigma~) + s2 I) with Sigma~ from the slopes, NIGPm and NIGPu (eqs. 2.75-2.78)."""
+    X, y = data
+    kern = PARAMS.kernel
+    L_s = gp.cholesky(kern(X) + PARAMS.noise * jnp.eye(25))
+    dfbar, slope_var = nigp.slope_moments(PARAMS, X, L_s, cho_solve((L_s, True), y), X)
+    for mode, extra in (("nigpm", 0.0), ("nigpu", slope_var)):
+        correction = jnp.sum((dfbar**2 + extra) * PARAMS.input_noise, -1)
+        cov = gp.add_jitter(kern(X) + jnp.diag(correction + PARAMS.noise))
+        ref = dist.MultivariateNormal(jnp.zeros(25), covariance_matrix=cov).log_prob(y)
+        np.testing.assert_allclose(nigp.log_likelihood(PARAMS, X, y, mode), ref, rtol=1e-11)
+
+
+@pytest.mark.parametrize("mode", ["nigpm", "nigpu"])
+def test_gradients_chain_through_the_slopes(data, mode):
+    """ML-II gradients (w.r.t. all log-hyperparameters, through the slope GP) match finite differences."""
+    X, y = data
+
+    def objective(log_ell, log_sf2, log_sn2, log_sin2):
+        params = nigp.NIGPParams(*(jnp.exp(v) for v in (log_ell, log_sf2, log_sn2, log_sin2)))
+        return nigp.log_likelihood(params, X, y, mode)
+
+    args = tuple(jnp.log(jnp.asarray(v)) for v in PARAMS)
+    check_grads(jax.jit(objective), args, order=1, modes=("rev",), eps=1e-5, atol=1e-5, rtol=1e-6)
+
+
+def test_moment_prediction_without_input_noise_is_plain(data):
+    X, y = data
+    correction = jnp.full(25, 0.01)
+    X_new = jnp.array([[0.1, 0.2], [-1.0, 2.0]])
+    plain = nigp.predict(PARAMS, X, y, correction, X_new, "gp", "plain")
+    moments = nigp.predict(PARAMS, X, y, correction, X_new, "gp", "moments")
+    np.testing.assert_allclose(moments[0], plain[0], rtol=1e-10)
+    np.testing.assert_allclose(moments[1], plain[1], rtol=1e-9)
+    # With input noise the moment method integrates over x* ~ N(y*, Sigma_in): a larger variance here.
+    noisy = nigp.predict(PARAMS, X, y, correction, X_new, "nigpm", "moments")
+    assert np.all(noisy[1] > plain[1])
+
+
+def test_eiv_program_log_density(data):
+    X, y = data
+    site = {"lengthscale": PARAMS.lengthscale, "variance": 1.2, "noise": 0.05, "input_noise": PARAMS.input_noise}
+    Xin = X + 0.1
+    logp, _ = log_density(zoo.get("gp/eiv").program, (), {"Yin": X, "Yout": y}, {**site, "Xin": Xin})
+    ref = (
+        dist.LogNormal(0.0, 1.0).log_prob(site["lengthscale"]).sum()
+        + dist.LogNormal(0.0, 1.0).log_prob(1.2)
+        + dist.LogNormal(-2.0, 1.5).log_prob(0.05)
+        + dist.LogNormal(-2.0, 1.5).log_prob(site["input_noise"]).sum()
+        + dist.Normal(0.0, nigp.INPUT_PRIOR_SCALE).log_prob(Xin).sum()
+        + dist.Normal(Xin, jnp.sqrt(site["input_noise"])).log_prob(X).sum()
+        + gp.log_marginal_likelihood(PARAMS.kernel, Xin, y, 0.05)
+    )
+    np.testing.assert_allclose(logp, ref, rtol=1e-11)
+
+
+def test_eiv_runs_under_svi():
+    ds = zoo.get("gp/eiv").simulate(jax.random.PRNGKey(1), n=12, n_test=5)
+    idata = inference.run("gp/eiv", ds, engine="svi", num_steps=50, num_samples=10)
+    assert idata.posterior["Xin"].shape[-2:] == (12, 1)
+    assert np.all(np.isfinite(idata.posterior["input_noise"].values))
+
+
+@pytest.mark.slow
+def test_eiv_runs_under_nuts():
+    ds = zoo.get("gp/eiv").simulate(jax.random.PRNGKey(1), n=12, n_test=5)
+    idata = inference.run("gp/eiv", ds, engine="nuts", num_warmup=200, num_samples=200, num_chains=1)
+    assert np.all(np.isfinite(idata.posterior["Xin"].values))
+
+
+@pytest.mark.slow
+def test_nigp_recovers_square_wave_noise():
+    """The E2.1 must-show (see paper_figures/mchutchon_square_wave.py): NIGP input noise within 10 % of 0.3,
+    output noise near 0.05, while a plain GP inflates its output noise."""
+    ds = nigp.simulate_square_wave(jax.random.PRNGKey(0))
+    X, y = ds.observed["Yin"], ds.observed["Yout"]
+    gp_params, _ = nigp.fit(X, y, mode="gp")
+    params, _ = nigp.fit(X, y, mode="nigpm")
+    assert abs(np.sqrt(params.input_noise[0]) / 0.3 - 1.0) < 0.1
+    assert np.sqrt(gp_params.noise) > 2 * np.sqrt(params.noise)
+
+
+def test_bad_input_raises():
+    with pytest.raises(DataError, match=r"\(N,\)"):
+        nigp.fit(jnp.zeros((5, 1)), jnp.zeros(4))
+    with pytest.raises(DataError, match="NaN"):
+        nigp.fit(jnp.zeros((5, 1)), jnp.array([0.0, 1.0, jnp.nan, 0.0, 1.0]))
+    with pytest.raises(zoo.errors.ZooError, match="mode"):
+        nigp.fit(jnp.zeros((5, 1)), jnp.zeros(5), mode="nigpx")
