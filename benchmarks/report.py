@@ -247,7 +247,9 @@ _LEGEND = (
     "Rows are engines (metrics averaged over seeds; R-hat and errors are the worst seed, divergences the sum). "
     "ESS is ArviZ's min bulk ESS over all variables; ESS/s divides it by run time (compile time apart). "
     "Mean err is the largest |mean - reference mean| / reference sd over variables; sd err the largest "
-    "relative error of the posterior sd. Log evidence is given by engines that estimate it."
+    "relative error of the posterior sd. Log evidence is given by engines that estimate it. An engine showing "
+    "compile s 0 could not time compilation apart (NumPyro's MCMC compiles inside its run): its run s and ESS/s "
+    "include compilation."
 )
 
 _STYLE = """
@@ -277,7 +279,7 @@ def render_html(info: dict[str, str], sections, failed: pd.DataFrame) -> str:
         f"<p>{esc(_LEGEND)}</p>",
     ]
     for model, frame, figures in sections:
-        parts += [f'<h2 id="{esc(model)}">{esc(model)}</h2>', frame.to_html(border=0)]
+        parts += [f'<h2 id="{esc(model)}">{esc(model)}</h2>', frame.to_html(border=0, index_names=False)]
         for figure in figures:
             data = base64.b64encode(figure.png).decode("ascii")
             parts.append(
