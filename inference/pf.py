@@ -1,0 +1,395 @@
+"""Particle filters over the state-space view (``zoo.ssm``), their log-likelihood, filtering moments and score;
+engines ``pf`` (filter) and ``pf-ml`` (maximum likelihood with the filter's score).
+
+Two filters, one trajectory at a time (``vmap`` over trajectories and independent runs):
+
+* bootstrap (Gordon et al. 1993): resample by W_{t-1}, propagate with the transition p(x_t | x_{t-1}), weight by
+  the emission p(y_t | x_t); log p(y_t | y_{1:t-1}) ≈ log mean_i p(y_t | x_t^i).
+* fully adapted (McHutchon sec. 3.7, Algorithm 4; Pitt & Shephard 1999): resample by W_{t-1}^i p(y_t | x_{t-1}^i)
+  (the view's ``predictive``), propagate with the optimal proposal p(x_t | x_{t-1}, y_t) (``proposal``), after
+  which every weight is 1/N; log p(y_t | y_{1:t-1}) ≈ log sum_i W_{t-1}^i p(y_t | x_{t-1}^i) (eq. 3.209).
+  **Printed typos corrected** (notes 2.9, ambiguity 14): Algorithm 4 prints the increment as
+  "+ log p(y_t | x_{t-1}^i)" (it is the log of the weighted mean above), and eq. 3.208 omits Sigma_eps from the
+  transition variance (the view's predictive/proposal include it).
+
+The first step of the bootstrap filter is an importance step: x_1^i ~ p(x_1), weights p(y_1 | x_1^i). The fully
+adapted filter draws x_1^i ~ p(x_1 | y_1) and uses the exact log p(y_1) (Gaussian p(x_1), linear-Gaussian
+emission; the view has no such piece, so ``adapted_initial_step`` derives it from ``initial`` and ``emission``).
+Steps past a trajectory's end (mask False) are steps without
+an observation: resample by W, propagate with the transition, no weight update and no log-likelihood increment.
+
+Score (Fisher identity, eq. 3.210; Poyiadjis, Doucet & Singh 2011, Alg. 1 in its O(N) path form): every particle
+carries the gradient of its path's complete-data log density,
+d_t^i = d_{t-1}^{a_t^i} + grad log p(x_t^i | x_{t-1}^{a_t^i}) + grad log p(y_t | x_t^i), resampled with it; the score
+estimate is sum_i W_T^i d_T^i. The accumulators live in the space of the view's ``theta`` and are mapped to the
+parameters once at the end by a vector-Jacobian product (exact by linearity), so the per-particle work never
+differentiates through ``bind``. The estimate inherits path degeneracy (its variance grows with T), which is why
+Algorithm 5 uses only derivatives, never the noisy log-likelihood values.
+"""
+
+from collections.abc import Callable
+from functools import cache
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from blackjax.smc import resampling
+from jax.flatten_util import ravel_pytree
+from jax.scipy.special import logsumexp
+from numpyro.distributions import biject_to
+
+from inference.api import EngineOutput, register_engine
+from inference.program import observed_args
+from zoo import ssm
+from zoo.errors import OptionError
+
+Array = Any
+
+RESAMPLERS: dict[str, Callable] = {
+    "multinomial": resampling.multinomial,
+    "systematic": resampling.systematic,
+    "stratified": resampling.stratified,
+}
+FILTERS = ("bootstrap", "fully_adapted")
+
+
+class FilterOutput(NamedTuple):
+    """One filter run over T steps with N particles of dimension D.
+
+    log_likelihood (): estimate of log p(y_{1:T}); increments (T,): log p(y_t | y_{1:t-1}) estimates;
+    filter_mean, filter_var (T, D): moments of p(x_t | y_{1:t}); particles (T, N, D); ancestors (T, N):
+    index at t-1 of the parent of particle i at t (row 0 is the identity); log_weights (N,): final normalised
+    log weights; score: gradient of log p(y_{1:T}) w.r.t. theta, a pytree like theta (zeros unless requested).
+    """
+
+    log_likelihood: Array
+    increments: Array
+    filter_mean: Array
+    filter_var: Array
+    particles: Array
+    ancestors: Array
+    log_weights: Array
+    score: Any
+
+
+def check_num_particles(num_particles: int) -> None:
+    if num_particles < 2:
+        raise OptionError(f"num_particles must be >= 2 for a particle filter, got {num_particles}")
+
+
+def _sample_each(make_dist: Callable, key, *batched):
+    """One draw per particle from ``make_dist(*args_i)``; batched args have leading dim N."""
+    keys = jax.random.split(key, batched[0].shape[0])
+    return jax.vmap(lambda k, *args: make_dist(*args).sample(k))(keys, *batched)
+
+
+def _moments(particles, log_weights):
+    w = jnp.exp(log_weights)
+    mean = w @ particles
+    return mean, w @ (particles - mean) ** 2
+
+
+def complete_data_increment(view, theta, x_prev, u_prev, x, y, observed):
+    """log p(x_t | x_{t-1}) + [observed] log p(y_t | x_t) for one particle (the summand of eq. 3.211)."""
+    log_emit = view.emission(theta, x).log_prob(y)
+    return view.transition(theta, x_prev, u_prev).log_prob(x) + jnp.where(observed, log_emit, 0.0)
+
+
+def initial_increment(view, theta, x, y):
+    return view.initial(theta).log_prob(x) + view.emission(theta, x).log_prob(y)
+
+
+def linear_gaussian_emission(view: ssm.StateSpaceView, theta: Any, x_ref: Array):
+    """(C (E, D), d (E,), R (E, E)) of an emission that is linear-Gaussian, y = C x + d + N(0, R).
+
+    Adapter (the view exposes p(y_t | x_t) only as a distribution): C is the Jacobian of the emission mean at
+    ``x_ref`` and R its covariance. Valid exactly when the view offers ``predictive``/``proposal``, which the
+    contract of zoo.ssm promises only for linear-Gaussian emissions.
+    """
+    emission = view.emission(theta, x_ref)
+    C = jax.jacfwd(lambda x: view.emission(theta, x).mean)(x_ref)
+    return C, emission.mean - C @ x_ref, emission.covariance_matrix
+
+
+def adapted_initial_step(view: ssm.StateSpaceView, theta: Any, key: jax.Array, y1: Array, num_particles: int):
+    """x_1^i ~ p(x_1 | y_1) and the exact log p(y_1) for a Gaussian p(x_1) and a linear-Gaussian emission (the
+    fully adapted first step: McHutchon Algorithm 4, t = 1, "log q(y_1) from the Gaussian prior"; notes
+    ambiguity 13 for PGAS). Returns (particles (N, D), log p(y_1))."""
+    prior = view.initial(theta)
+    m0, P0 = prior.mean, prior.covariance_matrix
+    mean, cov, log_lik = ssm.condition_on_observation(m0, P0, y1, *linear_gaussian_emission(view, theta, m0))
+    chol = jnp.linalg.cholesky(cov + 1e-12 * jnp.eye(cov.shape[0]))
+    return mean + jax.random.normal(key, (num_particles, mean.shape[0])) @ chol.T, log_lik
+
+
+def particle_filter(
+    view: ssm.StateSpaceView,
+    theta: Any,
+    key: jax.Array,
+    y: Array,
+    mask: Array,
+    u: Array,
+    num_particles: int,
+    method: str = "fully_adapted",
+    resampler: str = "systematic",
+    with_score: bool = False,
+) -> FilterOutput:
+    """Run one particle filter on one trajectory: y (T, E), mask (T,) bool, u (T, U). Pure; jit/vmap freely."""
+    N = num_particles
+    resample = RESAMPLERS[resampler]
+    flat_theta, unravel_theta = ravel_pytree(theta)
+
+    def grad_theta(fn, *args):
+        """Per-particle gradients w.r.t. theta, flattened (N, P); zeros (N, 0) when no score is wanted."""
+        if not with_score:
+            return jnp.zeros((N, 0))
+        g = jax.vmap(jax.grad(lambda ft, *a: fn(view, unravel_theta(ft), *a)), in_axes=(None,) + (0,) * len(args))
+        return g(flat_theta, *args)
+
+    k0, k_scan = jax.random.split(key)
+    if method == "fully_adapted":
+        x0, ll0 = adapted_initial_step(view, theta, k0, y[0], N)
+        logW0 = jnp.full(N, -jnp.log(N))
+    else:
+        x0 = _sample_each(lambda _: view.initial(theta), k0, jnp.zeros((N, 0)))
+        log_g0 = jax.vmap(lambda x: view.emission(theta, x).log_prob(y[0]))(x0)
+        ll0 = logsumexp(log_g0) - jnp.log(N)
+        logW0 = log_g0 - logsumexp(log_g0)
+    ys = jnp.broadcast_to(y[0], (N, *y[0].shape))
+    d0 = grad_theta(initial_increment, x0, ys)
+
+    def step(carry, inputs):
+        x_prev, logW, d_prev = carry
+        k, y_t, m_t, u_prev = inputs
+        k_res, k_prop = jax.random.split(k)
+        if method == "fully_adapted":
+            log_pred = jax.vmap(lambda x: view.predictive(theta, x, u_prev).log_prob(y_t))(x_prev)
+            log_v = logW + jnp.where(m_t, log_pred, 0.0)
+            ll_t = logsumexp(log_v)  # log sum_i W_{t-1}^i p(y_t | x_{t-1}^i)  (eq. 3.209, Alg. 4 corrected)
+            anc = resample(k_res, jnp.exp(log_v - ll_t), N)
+            parents = x_prev[anc]
+            proposed = _sample_each(lambda xp: view.proposal(theta, xp, u_prev, y_t), k_prop, parents)
+            blind = _sample_each(lambda xp: view.transition(theta, xp, u_prev), k_prop, parents)
+            x = jnp.where(m_t, proposed, blind)
+            logW_new = jnp.full(N, -jnp.log(N))
+            ll_t = jnp.where(m_t, ll_t, 0.0)
+        else:
+            anc = resample(k_res, jnp.exp(logW), N)
+            parents = x_prev[anc]
+            x = _sample_each(lambda xp: view.transition(theta, xp, u_prev), k_prop, parents)
+            log_g = jnp.where(m_t, jax.vmap(lambda xi: view.emission(theta, xi).log_prob(y_t))(x), 0.0)
+            ll_t = logsumexp(log_g) - jnp.log(N)
+            logW_new = log_g - logsumexp(log_g)
+        us = jnp.broadcast_to(u_prev, (N, *u_prev.shape))
+        yts = jnp.broadcast_to(y_t, (N, *y_t.shape))
+        ms = jnp.broadcast_to(m_t, (N,))
+        d = d_prev[anc] + grad_theta(complete_data_increment, parents, us, x, yts, ms)
+        mean, var = _moments(x, logW_new)
+        return (x, logW_new, d), (x, anc, ll_t, mean, var)
+
+    T = y.shape[0]
+    inputs = (jax.random.split(k_scan, T - 1), y[1:], mask[1:], u[:-1])
+    (_, logW, d), (xs, ancs, lls, means, variances) = jax.lax.scan(step, (x0, logW0, d0), inputs)
+    mean0, var0 = _moments(x0, logW0)
+    increments = jnp.concatenate([ll0[None], lls])
+    score = unravel_theta(jnp.exp(logW) @ d) if with_score else jax.tree.map(jnp.zeros_like, theta)
+    return FilterOutput(
+        log_likelihood=jnp.sum(increments),
+        increments=increments,
+        filter_mean=jnp.concatenate([mean0[None], means]),
+        filter_var=jnp.concatenate([var0[None], variances]),
+        particles=jnp.concatenate([x0[None], xs]),
+        ancestors=jnp.concatenate([jnp.arange(N)[None], ancs]),
+        log_weights=logW,
+        score=score,
+    )
+
+
+def trace_path(particles: Array, ancestors: Array, index: Array) -> Array:
+    """The path (T, D) ending at particle ``index`` at the last step, following the ancestors back."""
+
+    def back(i, inputs):
+        x_t, anc_t = inputs
+        return anc_t[i], x_t[i]
+
+    _, path = jax.lax.scan(back, index, (particles, ancestors), reverse=True)
+    return path
+
+
+def sample_paths(key, output: FilterOutput, num_paths: int) -> Array:
+    """num_paths paths (num_paths, T, D) from the filter's genealogy, final index ~ W_T (the PF's approximation of
+    p(x_{1:T} | y_{1:T}); degenerate for early t when T >> N)."""
+    idx = jax.random.categorical(key, output.log_weights, shape=(num_paths,))
+    return jax.vmap(lambda i: trace_path(output.particles, output.ancestors, i))(idx)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Parameters as an unconstrained vector (for pf-ml)
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def parameter_transform(view: ssm.StateSpaceView, observed, params: dict):
+    """``(phi0, to_params)``: the flat unconstrained vector of ``params`` and its inverse map, by each site's
+    support (``biject_to``), e.g. log for variances."""
+    sites = ssm.parameter_sites(view, observed)
+    transforms = {name: biject_to(sites[name]["fn"].support) for name in params}
+    unconstrained = {name: transforms[name].inv(jnp.asarray(v)) for name, v in params.items()}
+    phi0, unravel = ravel_pytree(unconstrained)
+
+    def to_params(phi):
+        return {name: transforms[name](v) for name, v in unravel(phi).items()}
+
+    return phi0, to_params
+
+
+def log_likelihood_and_score(view, to_params, observed, phi, key, num_particles, method, resampler):
+    """Sum over trajectories of the PF log-likelihood estimate and its Fisher-identity score w.r.t. phi."""
+    y, mask, u = ssm.trajectories(observed)
+    theta, theta_vjp = jax.vjp(lambda p: ssm.bind(view, to_params(p), observed), phi)
+    keys = jax.random.split(key, y.shape[0])
+    run = jax.vmap(
+        lambda k, yk, mk, uk: particle_filter(view, theta, k, yk, mk, uk, num_particles, method, resampler, True)
+    )
+    out = run(keys, y, mask, u)
+    score_theta = jax.tree.map(lambda s: jnp.sum(s, axis=0), out.score)
+    (score_phi,) = theta_vjp(score_theta)
+    return jnp.sum(out.log_likelihood), score_phi
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Engines
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def _check_filter_options(view, options):
+    check_num_particles(options["num_particles"])
+    if options["filter"] not in FILTERS:
+        raise OptionError(f"filter must be one of {FILTERS}, got {options['filter']!r}")
+    if options["resampling"] not in RESAMPLERS:
+        raise OptionError(f"resampling must be one of {tuple(RESAMPLERS)}, got {options['resampling']!r}")
+    if options["filter"] == "fully_adapted" and (view.predictive is None or view.proposal is None):
+        raise OptionError("this model has no fully adapted pieces (predictive/proposal); use filter='bootstrap'")
+
+
+@cache
+def filter_runner(view, num_chains, num_particles, num_samples, method, resampler):
+    """Jitted ``(key, params, observed) -> (paths (C, S, K, T, D), log_lik (C, K), filter_mean (C, K, T, D),
+    filter_var (C, K, T, D))``: C independent runs over the K trajectories."""
+
+    def one_run(key, params, observed):
+        theta = ssm.bind(view, params, observed)
+        y, mask, u = ssm.trajectories(observed)
+        k_f, k_p = jax.random.split(key)
+        run = jax.vmap(
+            lambda k, yk, mk, uk: particle_filter(view, theta, k, yk, mk, uk, num_particles, method, resampler)
+        )
+        out = run(jax.random.split(k_f, y.shape[0]), y, mask, u)
+        paths = jax.vmap(lambda k, o: sample_paths(k, o, num_samples))(jax.random.split(k_p, y.shape[0]), out)
+        return jnp.swapaxes(paths, 0, 1), out.log_likelihood, out.filter_mean, out.filter_var
+
+    return jax.jit(jax.vmap(one_run, in_axes=(0, None, None)))
+
+
+@register_engine(
+    "pf",
+    requires={"state_space"},
+    defaults={
+        "num_chains": 4,
+        "num_particles": 1000,
+        "num_samples": 100,
+        "params": None,
+        "filter": "fully_adapted",
+        "resampling": "systematic",
+    },
+    summary="Bootstrap / fully adapted particle filter: log-likelihood, filtering moments, genealogy paths",
+)
+def pf(spec, dataset, key, timer, **options) -> EngineOutput:
+    """chain = independent filter run; posterior ``states`` (chain, draw, K, T, D) are paths of the final genealogy
+    (not independent; early times degenerate); log_evidence = log mean over runs of exp(log-likelihood)."""
+    view = spec.views["state_space"]
+    _check_filter_options(view, options)
+    runner = filter_runner(
+        view,
+        options["num_chains"],
+        options["num_particles"],
+        options["num_samples"],
+        options["filter"],
+        options["resampling"],
+    )
+    keys = jax.random.split(key, options["num_chains"])
+    paths, log_lik, mean, var = timer.call(runner, keys, options["params"], observed_args(dataset))
+    per_run = jnp.sum(log_lik, axis=1)
+    return EngineOutput(
+        posterior={ssm.STATES: paths},
+        point_estimates={"filter_mean": mean, "filter_var": var, "log_likelihood": per_run},
+        log_evidence=float(logsumexp(per_run) - jnp.log(per_run.shape[0])),
+        num_lik_evals=options["num_chains"],
+    )
+
+
+@cache
+def ml_runner(view, num_chains, num_particles, num_steps, method, resampler, learning_rate):
+    """Jitted Adam ascent on the PF score (Poyiadjis et al. 2011 use plain gradient steps; McHutchon's Algorithm 5 is
+    a derivative-only quasi-Newton line search). Adam uses derivatives only too, and its per-coordinate step
+    normalisation copes with the score noise; the step is a fixed ``learning_rate`` in unconstrained units.
+    Returns (phi (C, P), trace of PF log-likelihood estimates (C, num_steps), score norms (C, num_steps))."""
+    optimizer = optax.adam(learning_rate)
+
+    def one_chain(key, phi0, to_params_static, observed):
+        def body(carry, k):
+            phi, opt_state = carry
+            ll, score = log_likelihood_and_score(
+                view, to_params_static, observed, phi, k, num_particles, method, resampler
+            )
+            updates, opt_state = optimizer.update(-score, opt_state, phi)
+            return (optax.apply_updates(phi, updates), opt_state), (ll, jnp.linalg.norm(score))
+
+        (phi, _), (lls, norms) = jax.lax.scan(body, (phi0, optimizer.init(phi0)), jax.random.split(key, num_steps))
+        return phi, lls, norms
+
+    return one_chain
+
+
+@register_engine(
+    "pf-ml",
+    requires={"state_space"},
+    defaults={
+        "num_chains": 1,
+        "num_particles": 500,
+        "num_steps": 200,
+        "learning_rate": 0.02,
+        "params": None,
+        "filter": "fully_adapted",
+        "resampling": "systematic",
+    },
+    summary="Maximum likelihood by ascent on the particle filter's Fisher-identity score (Adam)",
+)
+def pf_ml(spec, dataset, key, timer, **options) -> EngineOutput:
+    """``params`` is the starting point (default: the model's defaults); every site of the view is learned."""
+    view = spec.views["state_space"]
+    _check_filter_options(view, options)
+    observed = observed_args(dataset)
+    start = options["params"]
+    phi0, to_params = parameter_transform(view, observed, start)
+    step = ml_runner(
+        view,
+        options["num_chains"],
+        options["num_particles"],
+        options["num_steps"],
+        options["filter"],
+        options["resampling"],
+        float(options["learning_rate"]),
+    )
+    run = jax.jit(jax.vmap(lambda k, p, obs: step(k, p, to_params, obs), in_axes=(0, None, None)))
+    keys = jax.random.split(key, options["num_chains"])
+    phi, lls, norms = timer.call(run, keys, phi0, observed)
+    learned = jax.vmap(to_params)(phi)
+    return EngineOutput(
+        posterior={name: np.asarray(v)[:, None] for name, v in learned.items()},
+        point_estimates=learned,
+        traces={"log_likelihood": lls, "score_norm": norms},
+        num_grad_evals=options["num_chains"] * options["num_steps"],
+        num_lik_evals=options["num_chains"] * options["num_steps"],
+    )
