@@ -12,7 +12,9 @@ from pathlib import Path
 
 from zoo.errors import unknown_name
 
-SCRIPTS: list[str] = []
+SCRIPTS: list[str] = [
+    "mchutchon_square_wave",
+]
 
 
 @dataclass(frozen=True)

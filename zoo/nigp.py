@@ -17,7 +17,7 @@ with K_s = K + sigma_out^2 I in the first pass (the thesis prints K^{-1} without
 notes) and K_s = K + diag(Sigma~_prev) + sigma_out^2 I in later passes, Sigma~_prev held fixed (stop_gradient).
 The slope GP shares the hyperparameters being trained, so ML-II gradients are chained through the slopes
 (autodiff does it). NIGP is a pseudo-likelihood (y_out enters through the slopes too), so it is trained by ML-II with
-``fit`` (L-BFGS on log-parameters), not sampled: there is no registered NIGP program.
+``fit`` (scipy L-BFGS-B on log-parameters, jitted JAX gradients), not sampled: there is no registered NIGP program.
 
 Prediction at a noisy test input y* (eqs. 2.87-2.94): ``predict(..., method="plain")`` uses the NIGP posterior at y*
 plus Sigma~(y*); ``method="moments"`` integrates over x* ~ N(y*, Sigma_in) with the exact SE moments of
@@ -35,7 +35,7 @@ import jax.numpy as jnp
 import numpy as np
 import numpyro
 import numpyro.distributions as dist
-import optax
+import scipy.optimize
 from jax.scipy.linalg import cho_solve, solve_triangular
 
 from zoo import gp
@@ -115,67 +115,63 @@ def log_likelihood(params: NIGPParams, X: Array, y: Array, mode: str, slope_extr
 # Training (ML-II) and prediction
 
 
-def _constrain(log_params: dict) -> NIGPParams:
-    return NIGPParams(*(jnp.exp(log_params[k]) for k in NIGPParams._fields))
-
-
 def initial_params(X: Array, y: Array) -> NIGPParams:
     """Data-scaled start: lengthscale = std(X) / 2, sf2 = var(y), sigma_out^2 = var(y) / 10, sigma_in = std(X) / 20."""
     sx = jnp.std(X, 0)
     return NIGPParams(0.5 * sx, jnp.var(y), 0.1 * jnp.var(y), (0.05 * sx) ** 2)
 
 
-@partial(jax.jit, static_argnames=("mode", "steps"))
-def _optimise(log_params: dict, X: Array, y: Array, slope_extra: Array, mode: str, steps: int):
-    """L-BFGS (optax, zoom line search) on the per-point negative log likelihood over log-parameters.
+@partial(jax.jit, static_argnames=("mode",))
+def _objective_and_grad(flat: Array, X: Array, y: Array, slope_extra: Array, mode: str):
+    """Per-point negative log likelihood and its gradient w.r.t. the flat log-parameters [log l (D), log sf2,
+    log sigma_out^2, log sigma_in^2 (D)]; the gradient flows through the slope GP."""
 
-    Stops after ``steps`` iterations or when an iteration changes the objective by less than 1e-12.
-    Returns the log-parameters and the final objective.
-    """
+    def loss(flat):
+        return -log_likelihood(_unflatten(flat, X.shape[1]), X, y, mode, slope_extra) / y.shape[0]
 
-    def loss(lp):
-        return -log_likelihood(_constrain(lp), X, y, mode, slope_extra) / y.shape[0]
+    return jax.value_and_grad(loss)(flat)
 
-    opt = optax.lbfgs()
-    value_and_grad = optax.value_and_grad_from_state(loss)
 
-    def step(carry):
-        lp, state, _, value_prev, i = carry
-        value, grad = value_and_grad(lp, state=state)
-        updates, state = opt.update(grad, state, lp, value=value, grad=grad, value_fn=loss)
-        return optax.apply_updates(lp, updates), state, value_prev, value, i + 1
+def _unflatten(flat: Array, D: int) -> NIGPParams:
+    values = jnp.exp(flat)
+    return NIGPParams(values[:D], values[D], values[D + 1], values[D + 2 :])
 
-    def running(carry):
-        _, _, before, value, i = carry
-        return (i < steps) & ~(jnp.abs(before - value) < 1e-12)
 
-    init = (log_params, opt.init(log_params), jnp.inf, jnp.asarray(1e300), 0)
-    log_params, _, _, value, _ = jax.lax.while_loop(running, step, init)
-    return log_params, value
+def _flatten(params: NIGPParams) -> np.ndarray:
+    return np.log(np.concatenate([np.ravel(np.asarray(v, dtype=float)) for v in params]))
 
 
 def fit(
-    X: Array, y: Array, mode: str = "nigpm", passes: int = 2, steps: int = 200, init: NIGPParams | None = None
+    X: Array, y: Array, mode: str = "nigpm", passes: int = 2, steps: int = 500, init: NIGPParams | None = None
 ) -> tuple[NIGPParams, Array]:
     """ML-II training (procedure 2.3): returns the hyperparameters and the final Sigma~(Y_in) (N,).
 
-    Pass 1 uses the slope GP K + sigma_out^2 I; each later pass recomputes the slopes from the previous pass's K_n
-    (held fixed) and re-trains, starting from the previous optimum. mode "gp" trains a plain GP (input noise fixed at
-    its tiny initial value and unused).
+    Optimiser: scipy L-BFGS-B on log-parameters with a jitted value-and-gradient (the thesis used Rasmussen's
+    ``minimize``; the optimiser is unspecified), at most ``steps`` iterations per pass. Pass 1 uses the slope GP
+    K + sigma_out^2 I; each later pass recomputes the slopes from the previous pass's K_n (held fixed) and re-trains
+    from the previous optimum. mode "gp" trains a plain GP (input noise unused).
     """
     X, y = _check_data(X, y)
     if mode not in MODES:
         raise ZooError(f"NIGP mode must be one of {MODES}, got {mode!r}")
     passes, steps = positive_int("passes", passes), positive_int("steps", steps)
-    params = initial_params(X, y) if init is None else init
-    log_params = {k: jnp.log(jnp.asarray(v, dtype=float)) for k, v in params._asdict().items()}
+    D = X.shape[1]
+    flat = _flatten(initial_params(X, y) if init is None else init)
     slope_extra = jnp.zeros(X.shape[0])
     for _ in range(1 if mode == "gp" else passes):
-        log_params, value = _optimise(log_params, X, y, slope_extra, mode, steps)
-        if not bool(jnp.isfinite(value)):
-            raise ZooError(f"NIGP {mode} training diverged (objective {float(value)}).")
-        slope_extra = training_correction(_constrain(log_params), X, y, mode, slope_extra)
-    return _constrain(log_params), slope_extra
+
+        def value_and_grad(v, extra=slope_extra):
+            value, grad = _objective_and_grad(jnp.asarray(v), X, y, extra, mode)
+            return float(value), np.asarray(grad, dtype=float)
+
+        result = scipy.optimize.minimize(
+            value_and_grad, flat, jac=True, method="L-BFGS-B", options={"maxiter": steps, "gtol": 1e-9}
+        )
+        if not np.isfinite(result.fun):
+            raise ZooError(f"NIGP {mode} training diverged (objective {result.fun}).")
+        flat = result.x
+        slope_extra = training_correction(_unflatten(jnp.asarray(flat), D), X, y, mode, slope_extra)
+    return _unflatten(jnp.asarray(flat), D), slope_extra
 
 
 def predict(
