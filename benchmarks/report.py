@@ -164,11 +164,12 @@ def _ess_bars(ok: pd.DataFrame, model: str):
     values = pd.to_numeric(ok["ess_per_s"], errors="coerce")
     labels = list(dict.fromkeys(ok["label"]))
     means = [values[ok["label"] == label].mean() for label in labels]
-    figure, ax = plt.subplots(figsize=(7, 0.5 + 0.45 * len(labels)))
+    figure, ax = plt.subplots(figsize=(7, 1.6 + 0.35 * len(labels)))
     ax.barh(labels, np.nan_to_num(means), color="tab:blue", alpha=0.7)
     for i, label in enumerate(labels):  # every seed as a dot: the spread matters as much as the mean
         ax.plot(values[ok["label"] == label], [i] * int((ok["label"] == label).sum()), "k.", ms=4)
-    ax.set_xscale("log") if np.nanmin(np.where(np.array(means) > 0, means, np.nan)) > 0 else None
+    if all(m > 0 for m in means):  # ESS/s spans orders of magnitude between exact and sampling engines
+        ax.set_xscale("log")
     ax.invert_yaxis()
     ax.set_xlabel("min bulk ESS per second of run time (log scale)")
     ax.set_title(model)
@@ -261,7 +262,7 @@ thead th { background: #f0f0f0; }
 img { max-width: 100%; border: 1px solid #eee; }
 figure { margin: 1em 0; }
 figcaption { font-size: 0.85em; color: #555; }
-.info td { text-align: left; }
+.info td, .failed td { text-align: left; }
 """
 
 
@@ -287,7 +288,7 @@ def render_html(info: dict[str, str], sections, failed: pd.DataFrame) -> str:
                 f"<figcaption>{esc(figure.caption)}</figcaption></figure>"
             )
     if len(failed):
-        parts += ["<h2>Failed cells</h2>", failed.to_html(index=False, border=0)]
+        parts += ["<h2>Failed cells</h2>", failed.to_html(index=False, border=0, classes="failed")]
     generated = datetime.now(UTC).isoformat(timespec="seconds")
     parts += [f"<p><small>generated {esc(generated)} by zoo report</small></p>", "</body></html>"]
     return "\n".join(parts)

@@ -19,9 +19,14 @@ SAMPLE_DIMS = ("chain", "draw")
 
 
 def first_components(posterior: xr.Dataset, var_names: Sequence[str], per_variable: int = 3) -> xr.Dataset:
-    """``posterior[var_names]`` with every non-sample dimension cut to its first ``per_variable`` entries."""
+    """``posterior[var_names]`` cut to at most ``per_variable`` components per variable: the first entries of
+    its first non-sample dimension, and index 0 of the others (states of shape (K, T, D) give 3, not 3**3)."""
     subset = posterior[list(var_names)]
-    cuts = {dim: slice(0, per_variable) for dim in subset.dims if dim not in SAMPLE_DIMS}
+    cuts = {}
+    for name in var_names:
+        extra = [dim for dim in subset[name].dims if dim not in SAMPLE_DIMS]
+        for position, dim in enumerate(extra):
+            cuts[dim] = slice(0, per_variable) if position == 0 else slice(0, 1)
     return subset.isel(cuts)
 
 
