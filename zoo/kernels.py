@@ -22,10 +22,13 @@ def as_inputs(X: Array) -> Array:
 
 
 def scaled_sqdist(X1: Array, X2: Array, lengthscale: Array) -> Array:
-    """Squared distances of inputs divided by their lengthscales, clipped at 0: (n1, n2)."""
-    A, B = X1 / lengthscale, X2 / lengthscale
-    d2 = jnp.sum(A**2, -1)[:, None] + jnp.sum(B**2, -1)[None, :] - 2.0 * A @ B.T
-    return jnp.maximum(d2, 0.0)
+    """Squared distances of inputs divided by their lengthscales: (n1, n2).
+
+    Summed from differences rather than |a|^2 + |b|^2 - 2 a.b: the expansion leaves rounding noise of
+    ~1e-15 where the distance is 0, which the square root of the Matern kernels turns into ~1e-8 errors.
+    """
+    diff = (X1[:, None, :] - X2[None, :, :]) / lengthscale
+    return jnp.sum(diff**2, -1)
 
 
 def _safe_sqrt(x: Array) -> Array:

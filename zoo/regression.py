@@ -43,21 +43,30 @@ def simulate_blr(key, n: int = 50, d: int = 2) -> Dataset:
     return Dataset(observed={"X": X, "y": y}, truth={"w": w, "noise": noise})
 
 
-def _hyperparameters(D: int, lengthscale_prior: dist.Distribution):
-    lengthscale = numpyro.sample("lengthscale", lengthscale_prior.expand([D]).to_event(1))
-    variance = numpyro.sample("variance", dist.LogNormal(0.0, 1.0))
-    noise = numpyro.sample("noise", dist.LogNormal(-2.0, 1.0))
+def default_priors() -> dict[str, dist.Distribution]:
+    """Priors of notes 1.12 sketch (a). A function, not a module constant: NumPyro distributions cache
+    derived values on first use, and a shared instance first used under a jit trace would leak tracers."""
+    return {
+        "lengthscale": dist.LogNormal(0.0, 1.0),
+        "variance": dist.LogNormal(0.0, 1.0),
+        "noise": dist.LogNormal(-2.0, 1.0),
+    }
+
+
+def _hyperparameters(D: int, priors: dict[str, dist.Distribution]):
+    lengthscale = numpyro.sample("lengthscale", priors["lengthscale"].expand([D]).to_event(1))
+    variance = numpyro.sample("variance", priors["variance"])
+    noise = numpyro.sample("noise", priors["noise"])
     return SquaredExponential(variance, lengthscale), noise
 
 
-def gp_regression(X, y=None, lengthscale_prior=None):
+def gp_regression(X, y=None, priors=None):
     """GP regression with f integrated out: y ~ N(0, K + sigma_n^2 I) (Franzese eq. 3.4 / 6.2).
 
     SE-ARD kernel; priors LogNormal(0, 1) on lengthscales and signal variance, LogNormal(-2, 1) on the noise
     variance (notes 1.12 sketch (a)). X: (N, D), y: (N,).
     """
-    lengthscale_prior = lengthscale_prior or dist.LogNormal(0.0, 1.0)
-    kernel, noise = _hyperparameters(X.shape[1], lengthscale_prior)
+    kernel, noise = _hyperparameters(X.shape[1], priors or default_priors())
     L = gp.cholesky(kernel(X) + noise * jnp.eye(X.shape[0]))
     numpyro.sample("y", dist.MultivariateNormal(jnp.zeros(X.shape[0]), scale_tril=L), obs=y)
 
@@ -68,7 +77,7 @@ def gp_regression_latent(X, y=None):
     (Franzese notes 1.12 sketch (b); Kaiser notes 1.1.) Given the hyperparameters the posterior of f is
     eqs. 4.6-4.7, which the ``conjugate`` view computes.
     """
-    kernel, noise = _hyperparameters(X.shape[1], dist.LogNormal(0.0, 1.0))
+    kernel, noise = _hyperparameters(X.shape[1], default_priors())
     L = gp.cholesky(kernel(X))
     z = numpyro.sample("z", dist.Normal(0.0, 1.0).expand([X.shape[0]]).to_event(1))
     f = numpyro.deterministic("f", L @ z)
@@ -101,12 +110,20 @@ def simulate_regression(key, n: int = 40, d: int = 1, n_test: int = 100) -> Data
 # sin(2 pi 0.1 x) on [0, 40] with heavy noise. Few points leave two explanations: a period-10 signal, or all
 # noise. Priors are broad on the scale of the inputs so both explanations keep posterior mass.
 HYPERPOSTERIOR_NOISE_STD = 0.8
-HYPERPOSTERIOR_LENGTHSCALE_PRIOR = dist.LogNormal(jnp.log(3.0), 1.5)
+
+
+def hyperposterior_priors() -> dict[str, dist.Distribution]:
+    """Broad priors on the scale of this problem (inputs on [0, 40], unit signal, noise variance 0.64)."""
+    return {
+        "lengthscale": dist.LogNormal(jnp.log(3.0), 1.5),
+        "variance": dist.LogNormal(jnp.log(0.5), 1.0),
+        "noise": dist.LogNormal(jnp.log(0.5), 1.0),
+    }
 
 
 def gp_hyperposterior(X, y=None):
-    """``gp_regression`` with a lengthscale prior LogNormal(log 3, 1.5) suited to inputs on [0, 40]."""
-    gp_regression(X, y, lengthscale_prior=HYPERPOSTERIOR_LENGTHSCALE_PRIOR)
+    """``gp_regression`` with ``hyperposterior_priors``."""
+    gp_regression(X, y, priors=hyperposterior_priors())
 
 
 def simulate_hyperposterior(key, n: int = 20) -> Dataset:
