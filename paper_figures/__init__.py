@@ -14,6 +14,8 @@ from zoo.errors import unknown_name
 
 SCRIPTS: list[str] = [
     "mchutchon_square_wave",
+    "mchutchon_sigmoid",
+    "franzese_svgp",
 ]
 
 
