@@ -8,7 +8,7 @@ from zoo.config import configure_jax
 
 configure_jax()
 
-from zoo import lgssm, nigp, regression, sparse  # noqa: E402,F401  (registers the models)
+from zoo import gpssm, lgssm, nigp, regression, sparse  # noqa: E402,F401  (registers the models)
 from zoo.registry import Dataset, ModelSpec, get, names, register  # noqa: E402
 
 __all__ = ["Dataset", "ModelSpec", "get", "names", "register"]

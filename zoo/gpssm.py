@@ -1,0 +1,453 @@
+"""GP state-space models (McHutchon 2014, ch. 3; seed notes 002, M9, M10, M13, sec. 5).
+
+x_t = f([x_{t-1}; u_{t-1}]) + eps_t, eps ~ N(0, diag(process_var)); y_t = x_t + nu_t, nu ~ N(0, diag(obs_var))
+(C = I: every state observed with noise, as in all thesis experiments). f: D independent GPs with SE-ARD kernels
+(``lengthscale`` (D, D+U), ``signal_var`` (D,)) and a zero, identity or learnable linear mean m(x^) = A x^ + b.
+
+* ``gpssm/full`` (M9, eq. 3.27): f integrated out, p(x_{1:T}) = p(x_1) prod_e N(x_{2:T,e}; m_e, K_e(X^, X^) +
+  process_var_e I): non-Markov but an exact density NUTS can target. Trajectories are independent GP draws (each has
+  its own f): the notes' p(x | theta) is per trajectory; sharing f across trajectories would couple them.
+* ``gpssm/sparse`` (M10, eqs. 3.38-3.43): pseudo-inputs X~ (M, D+U) fixed, chosen by greedy maximisation of the
+  Titsias (2009) collapsed bound of a GP fitted to the observed transitions (notes sec. 5 item 7); pseudo-targets
+  F~ (D, M) are parameters (broad N(0, 10^2) prior, ML-II in the thesis); ``gpssm/sparse-gp-prior`` gives F~ its GP
+  prior N(m(X~), K(X~, X~)). Markov: p(x_t | x_{t-1}) = N(m_f(x^), s_f(x^) + process_var) with the noise-free
+  pseudo-data predictive (3.40 as corrected in the notes). Its state-space view is exact, so PF/PGAS/Kalman-style
+  engines and the moment-matching engines (the ``gp_ssm`` view) target the same model.
+* ``gpssm/ar1-gp`` (M13): a GP on the observed pairs y_{t-1} -> y_t (baseline).
+
+Initial state: x_1 ~ N(m0, P0) fixed per system (notes sec. 5 item 8): N(0, I) for the kink and random systems.
+"""
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from functools import partial
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import numpyro
+import numpyro.distributions as dist
+import optax
+
+from zoo import gp, moments, ssm
+from zoo.data import ssm_systems
+from zoo.kernels import SquaredExponential
+from zoo.registry import Dataset, frozen, register
+
+Array = Any
+
+PSEUDO_TARGET_PRIOR_SD = 10.0
+
+
+class GPSSMParams(NamedTuple):
+    """The GP-SSM view's parameters (DESIGN.md section 4). D states, E = D observations, U controls, M pseudo-points.
+
+    pseudo_inputs (M, D+U), pseudo_targets (D, M) = f_e(X~) (mean included), lengthscale (D, D+U), signal_var (D,),
+    process_var (D,), mean_A (D, D+U), mean_b (D,), C (E, D), obs_var (E,), m0 (D,), P0 (D, D).
+    """
+
+    pseudo_inputs: Array
+    pseudo_targets: Array
+    lengthscale: Array
+    signal_var: Array
+    process_var: Array
+    mean_A: Array
+    mean_b: Array
+    C: Array
+    obs_var: Array
+    m0: Array
+    P0: Array
+
+
+def linear_mean_of(g: GPSSMParams) -> moments.LinearMean:
+    return moments.LinearMean(g.mean_A, g.mean_b)
+
+
+def pseudo_predictor(g: GPSSMParams) -> moments.SEPredictor:
+    """The noise-free pseudo-data GP of M10: beta_e = K_e(X~, X~)^{-1} (F~_e - m_e(X~)) (with the jitter of
+    ``zoo.gp.cholesky``, notes sec. 5 item 7), expected variance with K_e(X~, X~)^{-1}."""
+    residual = g.pseudo_targets - (g.pseudo_inputs @ g.mean_A.T + g.mean_b).T  # (D, M)
+    return moments.exact_gp_predictor(g.pseudo_inputs, residual.T, g.signal_var, g.lengthscale, 0.0)
+
+
+@dataclass(frozen=True, eq=False)
+class GPSSMView:
+    """The GP-SSM view: ``state_space`` (the exact SSM view of the same model), ``to_gpssm(theta) -> GPSSMParams``,
+    and ``initial_params(observed) -> params`` (AR1-GP initialisation of Algorithm 1) for learning engines."""
+
+    state_space: ssm.StateSpaceView
+    to_gpssm: Callable[[Any], GPSSMParams]
+    initial_params: Callable[[Mapping[str, Any]], dict[str, Array]]
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Parameters shared by the GP-SSMs
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def _mean_parameters(mean: str, D: int, U: int) -> tuple[Array, Array]:
+    if mean == "linear":
+        A = numpyro.sample("mean_A", dist.Normal(0.0, 1.0).expand([D, D + U]).to_event(2))
+        b = numpyro.sample("mean_b", dist.Normal(0.0, 1.0).expand([D]).to_event(1))
+        return A, b
+    if mean == "identity":
+        return moments.identity_mean(D, U).A, jnp.zeros(D)
+    return jnp.zeros((D, D + U)), jnp.zeros(D)
+
+
+def _hyper_parameters(D: int, U: int) -> dict[str, Array]:
+    """Weak LogNormal priors (the thesis has none; notes sec. 0 and sec. 5 item 21)."""
+    return {
+        "lengthscale": numpyro.sample("lengthscale", dist.LogNormal(0.0, 1.0).expand([D, D + U]).to_event(2)),
+        "signal_var": numpyro.sample("signal_var", dist.LogNormal(0.0, 1.0).expand([D]).to_event(1)),
+        "process_var": numpyro.sample("process_var", dist.LogNormal(jnp.log(0.1), 1.0).expand([D]).to_event(1)),
+        "obs_var": numpyro.sample("obs_var", dist.LogNormal(jnp.log(0.1), 1.0).expand([D]).to_event(1)),
+    }
+
+
+def sparse_parameters(D: int, U: int, mean: str, gp_prior: bool, m0, P0, observed) -> dict[str, Any]:
+    """Parameter sites of the sparse GP-SSM; returns theta = {"gpssm": GPSSMParams, "predictor", "mean_fn"}."""
+    Xp = jnp.asarray(observed["pseudo_inputs"])
+    hypers = _hyper_parameters(D, U)
+    A, b = _mean_parameters(mean, D, U)
+    prior_mean = (Xp @ A.T + b).T  # (D, M)
+    if gp_prior:
+        K = jax.vmap(lambda sf2, ell: SquaredExponential(sf2, ell)(Xp))(hypers["signal_var"], hypers["lengthscale"])
+        L = jax.vmap(gp.cholesky)(K)
+        F = numpyro.sample("pseudo_targets", dist.MultivariateNormal(prior_mean, scale_tril=L).to_event(1))
+    else:
+        F = numpyro.sample(
+            "pseudo_targets", dist.Normal(0.0, PSEUDO_TARGET_PRIOR_SD).expand([D, Xp.shape[0]]).to_event(2)
+        )
+    g = GPSSMParams(
+        pseudo_inputs=Xp,
+        pseudo_targets=F,
+        lengthscale=hypers["lengthscale"],
+        signal_var=hypers["signal_var"],
+        process_var=hypers["process_var"],
+        mean_A=A,
+        mean_b=b,
+        C=jnp.eye(D),
+        obs_var=hypers["obs_var"],
+        m0=jnp.asarray(m0),
+        P0=jnp.asarray(P0),
+    )
+    return {"gpssm": g, "predictor": pseudo_predictor(g), "mean_fn": linear_mean_of(g)}
+
+
+def sparse_state_space_view(D: int, U: int, mean: str, gp_prior: bool, m0, P0) -> ssm.StateSpaceView:
+    def transition_moments(theta, x, u):
+        mean_f, var_f = moments.predict_point(theta["predictor"], jnp.concatenate([x, u]), theta["mean_fn"])
+        return mean_f, jnp.diag(var_f + theta["gpssm"].process_var)
+
+    def emission_matrices(theta):
+        g = theta["gpssm"]
+        return g.C, jnp.zeros(g.C.shape[0]), jnp.diag(g.obs_var)
+
+    return ssm.gaussian_view(
+        D,
+        D,
+        U,
+        parameters=partial(sparse_parameters, D, U, mean, gp_prior, m0, P0),
+        initial_moments=lambda theta: (theta["gpssm"].m0, theta["gpssm"].P0),
+        transition_moments=transition_moments,
+        emission_matrices=emission_matrices,
+    )
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Observed transitions, the AR1-GP (M13) and the Titsias pseudo-input selection (notes sec. 5 item 7)
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def observed_transitions(observed: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+    """Inputs [y_{t-1}; u_{t-1}] (N, D+U) and targets y_t (N, D) of every observed transition (masked steps dropped)."""
+    y = np.asarray(observed["y"])
+    K, T, D = y.shape
+    lengths = np.asarray(observed["lengths"]).astype(int)
+    u = np.asarray(observed["u"]) if "u" in observed else np.zeros((K, T, 0))
+    inputs = [np.concatenate([y[k, :-1], u[k, :-1]], 1)[: lengths[k] - 1] for k in range(K)]
+    targets = [y[k, 1:][: lengths[k] - 1] for k in range(K)]
+    return np.concatenate(inputs), np.concatenate(targets)
+
+
+class AR1GP(NamedTuple):
+    """ML-II hyperparameters of D independent GPs on observed transitions: signal_var (D,), lengthscale (D, D+U),
+    noise_var (D,), with the fixed mean (A (D, D+U), b (D,)) subtracted from the targets."""
+
+    signal_var: Array
+    lengthscale: Array
+    noise_var: Array
+    mean_A: Array
+    mean_b: Array
+
+
+@partial(jax.jit, static_argnames="num_steps")
+def _fit_ar1(X, R, num_steps: int):
+    """ML-II by Adam on log hyperparameters (learning rate 0.05), per output dim (R: residual targets (N, D)).
+
+    Adam with a fixed step count rather than L-BFGS: each step costs exactly one N x N factorisation (a line search
+    multiplies that on data of a few hundred transitions), and this is only the initialisation of Algorithm 1."""
+    scale = jnp.std(X, 0) + 1e-3
+
+    def fit(r):
+        def nlml(log_p):
+            kern = SquaredExponential(jnp.exp(log_p[0]), jnp.exp(log_p[2:]))
+            return -gp.log_marginal_likelihood(kern, X, r, jnp.exp(log_p[1]))
+
+        var = jnp.var(r) + 1e-6
+        init = jnp.concatenate([jnp.log(jnp.array([var, 0.1 * var])), jnp.log(scale)])
+        solver = optax.adam(0.05)
+
+        def step(carry, _):
+            p, state = carry
+            updates, state = solver.update(jax.grad(nlml)(p), state, p)
+            return (optax.apply_updates(p, updates), state), None
+
+        return jax.lax.scan(step, (init, solver.init(init)), None, length=num_steps)[0][0]
+
+    return jax.vmap(fit)(R.T)
+
+
+def fit_ar1_gp(observed: Mapping[str, Any], mean: str = "zero", num_steps: int = 150) -> AR1GP:
+    """The AR1-GP baseline (M13): a GP per output on the observed pairs [y_{t-1}; u_{t-1}] -> y_t, ML-II.
+
+    mean "identity" models y_t - y_{t-1}; "linear" fits the linear mean by least squares first.
+    """
+    X, Y = observed_transitions(observed)
+    D, DU = Y.shape[1], X.shape[1]
+    if mean == "identity":
+        A, b = np.asarray(moments.identity_mean(D, DU - D).A), np.zeros(D)
+    elif mean == "linear":
+        W = np.linalg.lstsq(np.concatenate([X, np.ones((len(X), 1))], 1), Y, rcond=None)[0]
+        A, b = W[:-1].T, W[-1]
+    else:
+        A, b = np.zeros((D, DU)), np.zeros(D)
+    log_p = _fit_ar1(jnp.asarray(X), jnp.asarray(Y - X @ A.T - b), num_steps)
+    return AR1GP(jnp.exp(log_p[:, 0]), jnp.exp(log_p[:, 2:]), jnp.exp(log_p[:, 1]), jnp.asarray(A), jnp.asarray(b))
+
+
+def ar1_gp_predict(fit: AR1GP, observed: Mapping[str, Any], inputs: Array) -> tuple[Array, Array]:
+    """AR1-GP one-step predictive of y_t at inputs [y_{t-1}; u_{t-1}] (n, D+U): mean (n, D), variance (n, D)
+    (latent variance plus the GP's noise: its noise stands for the total noise)."""
+    X, Y = observed_transitions(observed)
+    R = Y - X @ np.asarray(fit.mean_A).T - np.asarray(fit.mean_b)
+    predictor = moments.exact_gp_predictor(X, R, fit.signal_var, fit.lengthscale, fit.noise_var)
+    mean_fn = moments.LinearMean(fit.mean_A, fit.mean_b)
+    mean, var = jax.vmap(lambda x: moments.predict_point(predictor, x, mean_fn))(jnp.asarray(inputs))
+    return mean, var + fit.noise_var
+
+
+def _titsias_bound_from_rows(V: Array, r: Array, signal_var, noise_var) -> Array:
+    """Titsias (2009) collapsed bound log N(r; 0, Q + s2 I) - tr(K - Q) / (2 s2) with Q = V^T V.
+
+    V (M, N): rows of the incremental Cholesky factor of K_xx on the chosen inducing inputs (zero rows are unused
+    slots: they leave Q, and so the bound, unchanged). Woodbury with A = V / s: no N x N factorisation.
+    """
+    N = V.shape[1]
+    A = V / jnp.sqrt(noise_var)
+    LB = jnp.linalg.cholesky(jnp.eye(V.shape[0]) + A @ A.T)
+    c = jax.scipy.linalg.solve_triangular(LB, A @ r, lower=True) / jnp.sqrt(noise_var)
+    fit = -jnp.sum(jnp.log(jnp.diagonal(LB))) - 0.5 * N * jnp.log(2 * jnp.pi * noise_var) - 0.5 * r @ r / noise_var
+    return fit + 0.5 * c @ c - 0.5 * (N * signal_var - jnp.sum(V**2)) / noise_var
+
+
+@partial(jax.jit, static_argnames="num_pseudo")
+def _greedy_titsias(X, R, fit: AR1GP, num_pseudo: int):
+    """Indices (M,) of the greedy selection: at each step the candidate whose addition maximises the bound summed
+    over outputs. Adding x_j appends the row (K_j. - V_.j^T V) / sqrt(K_jj - |V_.j|^2) (pivoted Cholesky)."""
+    K = jax.vmap(lambda sf2, ell: SquaredExponential(sf2, ell)(X))(fit.signal_var, fit.lengthscale)  # (D, N, N)
+    D, N = K.shape[0], X.shape[0]
+
+    def with_candidate(V, step, j):
+        def one_output(Ke, Ve, r, sf2, sn2):
+            resid = jnp.maximum(Ke[j, j] - Ve[:, j] @ Ve[:, j], 1e-12 * sf2)
+            row = (Ke[j] - Ve[:, j] @ Ve) / jnp.sqrt(resid)
+            Ve = Ve.at[step].set(row)
+            return _titsias_bound_from_rows(Ve, r, sf2, sn2), Ve
+
+        return jax.vmap(one_output)(K, V, R.T, fit.signal_var, fit.noise_var)
+
+    def step(carry, index):
+        V, chosen = carry
+        bounds, _ = jax.vmap(lambda j: with_candidate(V, index, j))(jnp.arange(N))
+        total = jnp.where(jnp.isin(jnp.arange(N), chosen), -jnp.inf, jnp.sum(bounds, 1))
+        best = jnp.argmax(total)
+        _, V = with_candidate(V, index, best)
+        return (V, chosen.at[index].set(best)), None
+
+    init = (jnp.zeros((D, num_pseudo, N)), jnp.full(num_pseudo, -1))
+    (_, chosen), _ = jax.lax.scan(step, init, jnp.arange(num_pseudo))
+    return chosen
+
+
+def select_pseudo_inputs(observed: Mapping[str, Any], num_pseudo: int, fit: AR1GP | None = None) -> np.ndarray:
+    """Greedy pseudo-inputs (M, D+U): observed inputs added one at a time, each maximising the Titsias (2009)
+    collapsed bound of the AR1-GP fitted to the observed transitions (McHutchon sec. 3.4.3; notes sec. 5 item 7)."""
+    X, Y = observed_transitions(observed)
+    fit = fit_ar1_gp(observed) if fit is None else fit
+    R = Y - X @ np.asarray(fit.mean_A).T - np.asarray(fit.mean_b)
+    chosen = _greedy_titsias(jnp.asarray(X), jnp.asarray(R), fit, min(num_pseudo, len(X)))
+    return X[np.asarray(chosen)]
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Specs
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def initial_params_from_ar1(mean: str, gp_prior: bool, observed: Mapping[str, Any]) -> dict[str, Array]:
+    """Algorithm 1's initialisation: AR1-GP hyperparameters; its noise split evenly into process and observation
+    noise; pseudo-targets = the AR1-GP predictive mean at the pseudo-inputs."""
+    fit = fit_ar1_gp(observed, "zero" if mean == "zero" else "identity" if mean == "identity" else "linear")
+    Xp = jnp.asarray(observed["pseudo_inputs"])
+    F, _ = ar1_gp_predict(fit, observed, Xp)
+    params = {
+        "lengthscale": fit.lengthscale,
+        "signal_var": fit.signal_var,
+        "process_var": 0.5 * fit.noise_var,
+        "obs_var": 0.5 * fit.noise_var,
+        "pseudo_targets": F.T,
+    }
+    if mean == "linear":
+        params.update(mean_A=fit.mean_A, mean_b=fit.mean_b)
+    return params
+
+
+def _with_pseudo_inputs(simulate: Callable[..., Dataset], num_pseudo: int, mean: str):
+    """Wrap a generator so that its data carry the Titsias-selected pseudo-inputs (train and test alike)."""
+
+    def wrapped(key, **size) -> Dataset:
+        data = simulate(key, **size)
+        mode = "zero" if mean == "zero" else "identity" if mean == "identity" else "linear"
+        Xp = select_pseudo_inputs(data.observed, num_pseudo, fit_ar1_gp(data.observed, mode))
+        test = {**data.test, "pseudo_inputs": Xp} if data.test else {}
+        return Dataset(observed={**data.observed, "pseudo_inputs": Xp}, truth=data.truth, test=test)
+
+    return wrapped
+
+
+def sparse_gpssm_spec(
+    name: str,
+    simulate: Callable[..., Dataset],
+    state_dim: int,
+    control_dim: int = 0,
+    mean: str = "zero",
+    gp_prior: bool = False,
+    num_pseudo: int = 20,
+    m0=None,
+    P0=None,
+    source: str = "McHutchon 2014, sec. 3.4.3, eqs. 3.31-3.44 (model M10)",
+) -> ssm.StateSpaceSpec:
+    """A sparse GP-SSM spec (M10) on the data of ``simulate``, with its state-space and GP-SSM views."""
+    D, U = state_dim, control_dim
+    m0 = np.zeros(D) if m0 is None else np.asarray(m0, dtype=float)
+    P0 = np.eye(D) if P0 is None else np.asarray(P0, dtype=float)
+    view = sparse_state_space_view(D, U, mean, gp_prior, m0, P0)
+    gp_view = GPSSMView(
+        state_space=view,
+        to_gpssm=lambda theta: theta["gpssm"],
+        initial_params=partial(initial_params_from_ar1, mean, gp_prior),
+    )
+    prior = "GP prior on pseudo-targets" if gp_prior else "pseudo-targets as parameters"
+    return ssm.StateSpaceSpec(
+        name=name,
+        summary=f"Sparse GP-SSM (D={D}, U={U}, {mean} mean, {prior}); pseudo-inputs by the Titsias criterion",
+        source=source,
+        program=ssm.build_program(view),
+        simulate=_with_pseudo_inputs(simulate, num_pseudo, mean),
+        data_shapes=frozen(ssm.trajectory_shapes(D, U, {"pseudo_inputs": ("M", D + U)})),
+        capabilities=frozenset({"continuous", "state_space", "gp_ssm_se"}),
+        views=frozen({"state_space": view, "gp_ssm": gp_view}),
+    )
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# M9: the full (non-Markov) GP-SSM, f integrated out
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def gpssm_full_program(D: int, U: int, mean: str, m0, P0):
+    """M9 (eq. 3.27): per trajectory, x_1 ~ N(m0, P0) and per output e
+    x_{2:T,e} ~ N(m_e(X^), K_e(X^, X^) + process_var_e I), X^ = [x_{1:T-1}, u_{1:T-1}]; y_t ~ N(x_t, obs_var).
+    Padding: the last states of a short trajectory stay in the GP (future points marginalise out of a GP)."""
+
+    def program(y=None, lengths=None, u=None):
+        K, T = y.shape[:2]
+        lengths = jnp.full((K,), T) if lengths is None else lengths
+        mask = ssm.observation_mask(lengths, T)
+        u = ssm.controls_or_empty(u, K, T)
+        hypers = _hyper_parameters(D, U)
+        A, b = _mean_parameters(mean, D, U)
+        with numpyro.plate("trajectories", K):
+            x1 = numpyro.sample("x1", dist.MultivariateNormal(jnp.asarray(m0), jnp.asarray(P0)))
+            rest = numpyro.sample("x_rest", dist.Normal(0.0, 1.0).expand([T - 1, D]).to_event(2).mask(False))
+        states = jnp.concatenate([x1[:, None], rest], axis=1)
+        numpyro.deterministic(ssm.STATES, states)
+        inputs = jnp.concatenate([states[:, :-1], u[:, :-1]], -1)  # (K, T-1, D+U)
+
+        def dynamics(X, targets, sf2, ell, pv, a, b_e):
+            cov = SquaredExponential(sf2, ell)(X) + pv * jnp.eye(X.shape[0])
+            return gp.mvn_logpdf_chol(targets, X @ a + b_e, gp.cholesky(cov))
+
+        per_output = jax.vmap(dynamics, in_axes=(None, 1, 0, 0, 0, 0, 0))  # over e
+        per_trajectory = jax.vmap(per_output, in_axes=(0, 0, None, None, None, None, None))  # over k
+        log_dyn = per_trajectory(
+            inputs, states[:, 1:], hypers["signal_var"], hypers["lengthscale"], hypers["process_var"], A, b
+        )
+        numpyro.factor("dynamics", jnp.sum(log_dyn))
+        # the emission of padded steps is dropped
+        trajectories, steps = numpyro.plate("trajectories_y", K, dim=-2), numpyro.plate("steps_y", T, dim=-1)
+        with trajectories, steps, numpyro.handlers.mask(mask=mask):
+            numpyro.sample("y", dist.Normal(states, jnp.sqrt(hypers["obs_var"])).to_event(1), obs=y)
+
+    return program
+
+
+def full_gpssm_spec(
+    name: str, simulate, state_dim: int, control_dim: int = 0, mean: str = "zero"
+) -> ssm.StateSpaceSpec:
+    D, U = state_dim, control_dim
+    return ssm.StateSpaceSpec(
+        name=name,
+        summary=f"Full GP-SSM (D={D}), transition f integrated out: exact non-Markov density (O(T^3))",
+        source="McHutchon 2014, sec. 3.2, eqs. 3.6-3.27 (model M9)",
+        program=gpssm_full_program(D, U, mean, np.zeros(D), np.eye(D)),
+        simulate=simulate,
+        data_shapes=frozen(ssm.trajectory_shapes(D, U)),
+        capabilities=frozenset({"continuous"}),
+    )
+
+
+def kink_truth_params(dataset: Dataset) -> dict[str, Array]:
+    """Fixed hyperparameters for NUTS on the kink (the true noise levels, an SE fit of the kink function on [-3, 6])."""
+    return {
+        "process_var": np.array([ssm_systems.KINK_PROCESS_VAR]),
+        "obs_var": np.array([ssm_systems.KINK_OBS_VAR]),
+        "signal_var": np.array([4.0]),
+        "lengthscale": np.array([[1.0]]),
+    }
+
+
+KINK = partial(ssm_systems.kink)
+FULL = register(full_gpssm_spec("gpssm/full", KINK, 1))
+SPARSE = register(sparse_gpssm_spec("gpssm/sparse", KINK, 1))
+SPARSE_GP_PRIOR = register(
+    sparse_gpssm_spec("gpssm/sparse-gp-prior", KINK, 1, gp_prior=True, source="McHutchon 2014, sec. 3.4.3-3.4.4")
+)
+SPARSE_CARTPOLE = register(
+    sparse_gpssm_spec(
+        "gpssm/sparse-cartpole",
+        ssm_systems.cartpole,
+        4,
+        1,
+        mean="identity",
+        num_pseudo=50,
+        m0=[0.0, 0.0, 0.0, np.pi],
+        P0=0.01 * np.eye(4),
+    )
+)
+SPARSE_RANDOM = register(
+    sparse_gpssm_spec("gpssm/sparse-random", partial(ssm_systems.random_gp_system, state_dim=2), 2, num_pseudo=10)
+)
