@@ -26,9 +26,7 @@ GUIDES = (*AUTOGUIDES, "model")
 def make_guide(spec, model, kind: str):
     if kind in AUTOGUIDES:
         return AUTOGUIDES[kind](model)
-    if "guide" not in spec.views:
-        raise IncompatibleEngineError(f"model {spec.name!r} provides no guide; use guide='normal', 'mvn' or 'delta'.")
-    model_guide = spec.views["guide"]
+    model_guide = spec.views["guide"]  # presence checked by the engine before anything is traced
 
     def guide(params, **observed):
         return model_guide(**observed)
@@ -50,11 +48,13 @@ def latent_and_deterministic(model, params, observed) -> list[str]:
 def svi_runner(spec, kind: str, num_steps: int, num_samples: int, num_particles: int, lr: float, final: float):
     """Jitted ``(keys, params, observed) -> (draws, losses, point)`` for all restarts."""
     model = conditioned_program(spec)
-    guide = make_guide(spec, model, kind)
     schedule = optax.cosine_decay_schedule(lr, num_steps, alpha=final)
-    svi = SVI(model, guide, optax.adam(schedule), Trace_ELBO(num_particles=num_particles))
 
     def one_chain(key, params, observed):
+        # Autoguides keep the prototype trace of their first use: a guide shared across traces (other data
+        # shapes) would hand stale tracers to the new trace, so each trace builds its own.
+        guide = make_guide(spec, model, kind)
+        svi = SVI(model, guide, optax.adam(schedule), Trace_ELBO(num_particles=num_particles))
         k_init, k_draw = jax.random.split(key)
         state = svi.init(k_init, params, **observed)
 
@@ -95,6 +95,8 @@ def svi_runner(spec, kind: str, num_steps: int, num_samples: int, num_particles:
 def svi(spec, dataset, key, timer, **options) -> EngineOutput:
     if options["guide"] not in GUIDES:
         raise OptionError(f"guide must be one of {', '.join(GUIDES)}, got {options['guide']!r}")
+    if options["guide"] == "model" and "guide" not in spec.views:
+        raise IncompatibleEngineError(f"model {spec.name!r} provides no guide; use guide='normal', 'mvn' or 'delta'.")
     if not 0.0 <= float(options["final_lr_fraction"]) <= 1.0:
         raise OptionError("final_lr_fraction must lie in [0, 1]")
     run_all = svi_runner(

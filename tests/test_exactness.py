@@ -1,0 +1,88 @@
+"""DESIGN.md section 5: BlackJAX NUTS, NumPyro NUTS and full-rank SVI reproduce exact conjugate posteriors.
+
+Models: Bayesian linear regression, and GP latent f at fixed hyperparameters (Franzese eqs. 4.6-4.7).
+Tolerances come from Monte Carlo error: each posterior mean must lie within Z Monte Carlo standard errors
+(ArviZ's MCSE, which accounts for autocorrelation) of the exact mean, and each posterior sd within Z MCSEs of
+the sd. Z = 4.5 keeps the chance of a false alarm over the ~60 compared numbers below 1e-3.
+"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import inference
+import zoo
+from inference import diagnostics
+from inference.program import resolve_params
+
+Z = 4.5
+GP_PARAMS = {"lengthscale": 0.8, "variance": 1.0, "noise": 0.09}
+CASES = {
+    "blr": (zoo.get("blr").simulate(jax.random.key(3), n=40, d=3), {"noise": 0.25}),
+    "gp/regression-latent": (zoo.get("gp/regression-latent").simulate(jax.random.key(4), n=12), GP_PARAMS),
+}
+ENGINES = {
+    "nuts": {"num_chains": 4, "num_warmup": 300, "num_samples": 500},
+    "numpyro-nuts": {"num_chains": 4, "num_warmup": 300, "num_samples": 500},
+    "svi": {"guide": "mvn", "num_steps": 4000, "num_samples": 2000, "learning_rate": 0.01, "num_particles": 8},
+}
+
+
+def exact_moments(model: str) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Exact posterior mean and sd of every latent site, from the model's conjugate view."""
+    spec = zoo.get(model)
+    dataset, params = CASES[model]
+    dataset = spec.validate(dataset)
+    post = spec.views["conjugate"](resolve_params(spec, dataset, params), **dataset.observed)
+    draws_to_sites = jax.vmap(post.to_sites)
+    # Sites are linear in the latent vector v: push the mean and the covariance's columns through.
+    mean_sites = post.to_sites(post.mean)
+    L = jnp.linalg.cholesky(post.cov)
+    cols = draws_to_sites(L.T)  # each row of L^T is a column of L
+    moments = {}
+    for name, mean in mean_sites.items():
+        offset = cols[name] - post.to_sites(jnp.zeros_like(post.mean))[name]
+        moments[name] = (np.asarray(mean), np.sqrt(np.asarray(jnp.sum(offset**2, axis=0))))
+    return moments
+
+
+@pytest.fixture(scope="module", params=[(m, e) for m in CASES for e in ENGINES], ids=lambda p: f"{p[1]}-{p[0]}")
+def engine_result(request):
+    model, engine = request.param
+    dataset, params = CASES[model]
+    idata = inference.run(model, dataset, engine=engine, seed=11, params=params, **ENGINES[engine])
+    return model, engine, idata
+
+
+def test_posterior_matches_the_exact_answer_within_monte_carlo_error(engine_result):
+    model, engine, idata = engine_result
+    table = diagnostics.summary(idata)
+    for site, (mean, sd) in exact_moments(model).items():
+        rows = table.loc[[i for i in table.index if i == site or i.startswith(f"{site}[")]]
+        assert len(rows) == mean.size, site
+        z_mean = (rows["mean"].to_numpy() - mean.ravel()) / rows["mcse_mean"].to_numpy()
+        z_sd = (rows["sd"].to_numpy() - sd.ravel()) / rows["mcse_sd"].to_numpy()
+        assert np.abs(z_mean).max() < Z, f"{engine} on {model}: mean of {site} off by {np.abs(z_mean).max():.1f} MCSE"
+        assert np.abs(z_sd).max() < Z, f"{engine} on {model}: sd of {site} off by {np.abs(z_sd).max():.1f} MCSE"
+
+
+def test_samplers_converge_without_divergences(engine_result):
+    model, engine, idata = engine_result
+    stats = diagnostics.engine_stats(idata)
+    if engine != "svi":  # independent draws from a guide have no chains to compare
+        assert stats["max_rhat"] < 1.01
+        assert stats["divergences"] == 0
+    assert stats["min_ess_bulk"] > 400
+
+
+def test_exact_engine_reports_the_log_evidence():
+    dataset, params = CASES["blr"]
+    idata = inference.run("blr", dataset, engine="exact", params=params)
+    spec = zoo.get("blr")
+    X, y = np.asarray(dataset.observed["X"]), np.asarray(dataset.observed["y"])
+    from scipy.stats import multivariate_normal
+
+    expected = multivariate_normal(np.zeros(len(y)), X @ X.T + 0.25 * np.eye(len(y))).logpdf(y)
+    assert spec.name == idata.posterior.attrs["model"]
+    np.testing.assert_allclose(idata.posterior.attrs["log_evidence"], expected, rtol=1e-10)
