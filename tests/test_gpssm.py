@@ -258,3 +258,27 @@ def test_variational_gpssm_svi_with_the_model_guide(kink_problem):
     assert np.all(np.isfinite(elbo))
     assert elbo[-50:].mean() > elbo[:50].mean()
     assert idata.posterior[ssm.STATES].shape[-3:] == (2, 20, 1)
+
+
+def test_multi_step_simulation_reduces_to_linear_prediction(linear_problem):
+    """Moment-matching simulation with a linear mean and negligible kernel variance is the Kalman prediction from a
+    known state: m_t = A m_{t-1}, P_t = A P_{t-1} A^T + Q; scores are eq. 3.75 of those beliefs."""
+    spec, dataset, params, _, _ = linear_problem
+    g = jax.jit(lambda p, o: ssm.bind(spec.views["state_space"], p, o)["gpssm"])(params, observed_args(dataset))
+    truth = lgssm.true_params(2, 2)
+    A, Q = truth["A"], np.diag(truth["process_var"])
+    x1 = np.array([1.0, -0.5])
+    mean, cov = gm.simulate_gpssm(g, jnp.asarray(x1), jnp.zeros((6, 0)), 6)
+    m, P = x1, np.zeros((2, 2))
+    for t in range(1, 6):
+        m, P = A @ m, A @ P @ A.T + Q
+        np.testing.assert_allclose(mean[t], m, atol=1e-8)
+        np.testing.assert_allclose(cov[t], P, atol=1e-8)
+    states = np.stack([np.stack([x1 * (k + 1)] * 6) for k in range(2)])  # (2, 6, 2)
+    scores = gm.multi_step_scores(g, states, np.array([6.0, 4.0]), None, truth["obs_var"])
+    m, P, expected = states[1, 0], np.zeros((2, 2)), []
+    for t in range(1, 4):
+        m, P = A @ m, A @ P @ A.T + Q
+        expected.append(-multivariate_normal(m, P + np.diag(truth["obs_var"])).logpdf(states[1, t]))
+    np.testing.assert_allclose(scores[1], np.mean(expected), rtol=1e-6)
+    assert gm.ranks({"model": scores, "worse": scores + 1.0}) == {"model": 1.0, "worse": 2.0}
