@@ -421,16 +421,6 @@ def full_gpssm_spec(
     )
 
 
-def kink_truth_params(dataset: Dataset) -> dict[str, Array]:
-    """Fixed hyperparameters for NUTS on the kink (the true noise levels, an SE fit of the kink function on [-3, 6])."""
-    return {
-        "process_var": np.array([ssm_systems.KINK_PROCESS_VAR]),
-        "obs_var": np.array([ssm_systems.KINK_OBS_VAR]),
-        "signal_var": np.array([4.0]),
-        "lengthscale": np.array([[1.0]]),
-    }
-
-
 KINK = partial(ssm_systems.kink)
 FULL = register(full_gpssm_spec("gpssm/full", KINK, 1))
 SPARSE = register(sparse_gpssm_spec("gpssm/sparse", KINK, 1))
