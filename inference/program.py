@@ -6,6 +6,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from numpyro import handlers
 
 from zoo.errors import OptionError, unknown_name
@@ -49,12 +50,12 @@ def resolve_params(spec: ModelSpec, dataset: Dataset, params: Mapping[str, Any] 
     resolved = {}
     for name, value in params.items():
         if name not in sites:
-            raise unknown_name(f"parameter of {spec.name}", name, sites)
+            raise OptionError(str(unknown_name(f"parameter of {spec.name}", name, sites)))
         shape = sites[name]["shape"]
         try:
             array = jnp.broadcast_to(jnp.asarray(value, dtype=float), shape)
         except ValueError:
-            raise OptionError(f"params[{name!r}] has shape {jnp.shape(value)}; the site has shape {shape}.") from None
+            raise OptionError(f"params[{name!r}] has shape {np.shape(value)}; the site has shape {shape}.") from None
         support = sites[name]["fn"].support
         if not bool(jnp.all(support(array))) or not bool(jnp.all(jnp.isfinite(array))):
             raise OptionError(f"params[{name!r}] = {value!r} is outside the support of the site ({support}).")

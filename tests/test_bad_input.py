@@ -1,0 +1,92 @@
+"""DESIGN.md section 8: bad input raises a clear error before anything is compiled."""
+
+import jax
+import numpy as np
+import pytest
+
+import inference
+import zoo
+from zoo.errors import DataError, IncompatibleEngineError, OptionError, UnknownNameError
+
+DATA = zoo.get("blr").simulate(jax.random.key(0), n=10)
+
+
+@pytest.fixture(autouse=True)
+def no_compilation(monkeypatch):
+    """Fail the test if an engine gets as far as compiling: errors must come first."""
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("compiled before the error was raised")
+
+    monkeypatch.setattr(inference.api.Timer, "call", refuse)
+
+
+def test_unknown_model_suggests_close_matches():
+    with pytest.raises(UnknownNameError, match="gp/regression"):
+        inference.run("gp/regresion", engine="nuts")
+
+
+def test_unknown_engine_suggests_close_matches():
+    with pytest.raises(UnknownNameError, match="'nuts'"):
+        inference.run("blr", DATA, engine="nutz")
+
+
+def test_incompatible_engine_names_the_engines_that_fit():
+    with pytest.raises(IncompatibleEngineError, match="engines that fit: .*nuts"):
+        inference.run("gp/regression", engine="exact")
+
+
+def test_nan_in_data():
+    y = np.array(DATA.observed["y"])
+    y[3] = np.nan
+    with pytest.raises(DataError, match="'y' has 1 NaN"):
+        inference.run("blr", {"X": DATA.observed["X"], "y": y}, engine="exact")
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({"X": np.ones((10, 2)), "y": np.ones(9)}, "N=9"),
+        ({"X": np.ones(10), "y": np.ones(10)}, "expected 2 dimensions"),
+        ({"X": np.ones((10, 2))}, "missing data \\['y'\\]"),
+        ({"X": np.ones((10, 2)), "y": np.ones(10), "z": np.ones(3)}, "unexpected data \\['z'\\]"),
+        ({"X": np.ones((0, 2)), "y": np.ones(0)}, "empty"),
+        ({"X": [["a", "b"]], "y": [1.0]}, "not numeric"),
+    ],
+)
+def test_wrong_shapes_and_missing_arrays(data, message):
+    with pytest.raises(DataError, match=message):
+        inference.run("blr", data, engine="nuts")
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"num_samples": -5}, "num_samples must be an integer >= 1"),
+        ({"num_chains": 0}, "num_chains must be an integer >= 1"),
+        ({"num_warmup": 2.5}, "num_warmup must be an integer"),
+        ({"num_warmup": 0}, "num_warmup must be >= 1"),
+        ({"num_sample": 10}, "Did you mean 'num_samples'"),
+        ({"target_accept": 1.5}, "target_accept must lie in"),
+        ({"params": {"noize": 0.1}}, "Did you mean 'noise'"),
+        ({"params": {"noise": -1.0}}, "outside the support"),
+        ({"params": {"w": [1.0, 2.0, 3.0]}}, "has shape"),
+    ],
+)
+def test_invalid_options(options, message):
+    with pytest.raises(OptionError, match=message):
+        inference.run("blr", DATA, engine="nuts", **options)
+
+
+def test_invalid_svi_guide_and_seed():
+    with pytest.raises(OptionError, match="guide must be one of"):
+        inference.run("blr", DATA, engine="svi", guide="flow")
+    with pytest.raises(IncompatibleEngineError, match="provides no guide"):
+        inference.run("blr", DATA, engine="svi", guide="model")
+    with pytest.raises(OptionError, match="seed"):
+        inference.run("blr", DATA, engine="exact", seed=-1)
+
+
+def test_negative_simulation_size():
+    with pytest.raises(zoo.errors.ZooError, match="n must be a positive integer"):
+        zoo.get("gp/regression").simulate(jax.random.key(0), n=-3)
