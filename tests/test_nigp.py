@@ -3,6 +3,7 @@
 import jax
 import jax.numpy as jnp
 import numpy as np
+import numpyro
 import numpyro.distributions as dist
 import pytest
 from jax.scipy.linalg import cho_solve
@@ -41,9 +42,11 @@ def test_slopes_match_autodiff_of_the_slope_gp(data):
         k1, k2 = kern(X, x1[None])[:, 0], kern(X, x2[None])[:, 0]
         return kern(x1[None], x2[None])[0, 0] - k1 @ cho_solve((L_s, True), k2)
 
+    grad_mean = jax.jit(jax.grad(mean))
+    cross_hessian = jax.jit(jax.jacfwd(jax.grad(cov, argnums=0), argnums=1))
     for j, x in enumerate(X_at):
-        np.testing.assert_allclose(dfbar[j], jax.grad(mean)(x), rtol=1e-10, atol=1e-12)
-        hessian = jax.jacfwd(jax.grad(cov, argnums=0), argnums=1)(x, x)
+        np.testing.assert_allclose(dfbar[j], grad_mean(x), rtol=1e-10, atol=1e-12)
+        hessian = cross_hessian(x, x)
         np.testing.assert_allclose(slope_var[j], jnp.diagonal(hessian), rtol=1e-8, atol=1e-10)
 
 
@@ -111,6 +114,19 @@ def test_eiv_program_log_density(data):
     np.testing.assert_allclose(logp, ref, rtol=1e-11)
 
 
+def test_eiv_elbo_is_finite_with_an_autoguide():
+    """Quick variant of the engine runs below: one Trace_ELBO evaluation of gp/eiv with a mean-field guide."""
+    from numpyro.infer import SVI, Trace_ELBO
+    from numpyro.infer.autoguide import AutoNormal
+
+    ds = zoo.get("gp/eiv").simulate(jax.random.PRNGKey(1), n=12, n_test=5)
+    program = zoo.get("gp/eiv").program
+    svi = SVI(program, AutoNormal(program), numpyro.optim.Adam(0.01), Trace_ELBO())
+    result = svi.run(jax.random.PRNGKey(0), 20, progress_bar=False, **ds.observed)
+    assert np.all(np.isfinite(np.asarray(result.losses)))
+
+
+@pytest.mark.slow
 def test_eiv_runs_under_svi():
     ds = zoo.get("gp/eiv").simulate(jax.random.PRNGKey(1), n=12, n_test=5)
     idata = inference.run("gp/eiv", ds, engine="svi", num_steps=50, num_samples=10)
