@@ -165,7 +165,7 @@ def fit(
             return float(value), np.asarray(grad, dtype=float)
 
         result = scipy.optimize.minimize(
-            value_and_grad, flat, jac=True, method="L-BFGS-B", options={"maxiter": steps, "gtol": 1e-9}
+            value_and_grad, flat, jac=True, method="L-BFGS-B", options={"maxiter": steps, "gtol": 1e-7}
         )
         if not np.isfinite(result.fun):
             raise ZooError(f"NIGP {mode} training diverged (objective {result.fun}).")
