@@ -94,7 +94,8 @@ def test_ads_and_moment_matching_ep_agree(kink_problem):
 
 
 def _direct_on_random_system(D: int):
-    simulate = partial(ssm_systems.random_gp_system, state_dim=D, num_train=10, num_test=10)
+    # the thesis protocol: 20 training trajectories of 20 steps (notes sec. 3.2); 10 pseudo-points as in Fig 3.14
+    simulate = partial(ssm_systems.random_gp_system, state_dim=D, num_train=20, num_test=10)
     spec = gpssm.sparse_gpssm_spec(f"test/random-{D}", simulate, D, num_pseudo=10)
     dataset = spec.simulate(jax.random.key(D))
     idata = inference.run(spec, dataset, engine="direct", num_steps=100, num_samples=10)
