@@ -36,8 +36,11 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 from blackjax.smc import resampling
+from jax.extend.core import Var
 from jax.flatten_util import ravel_pytree
+from jax.scipy.linalg import solve_triangular
 from jax.scipy.special import logsumexp
+from numpyro import distributions as dist
 from numpyro.distributions import biject_to
 
 from inference.api import EngineOutput, register_engine
@@ -83,6 +86,59 @@ def _sample_each(make_dist: Callable, key, *batched):
     """One draw per particle from ``make_dist(*args_i)``; batched args have leading dim N."""
     keys = jax.random.split(key, batched[0].shape[0])
     return jax.vmap(lambda k, *args: make_dist(*args).sample(k))(keys, *batched)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Vectorised Gaussian path: one Cholesky factor per step instead of one NumPyro MultivariateNormal per particle
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def depends_on_input(fn: Callable, x: Array) -> bool:
+    """Whether any output of ``fn(x)`` depends on ``x``, decided statically by a forward pass over its jaxpr.
+    Conservative: an equation with any dependent input makes all its outputs dependent (sub-jaxprs included)."""
+    jaxpr = jax.make_jaxpr(fn)(x).jaxpr
+    dependent = set(jaxpr.invars)
+    for eqn in jaxpr.eqns:
+        if any(isinstance(v, Var) and v in dependent for v in eqn.invars):
+            dependent.update(eqn.outvars)
+    return any(isinstance(v, Var) and v in dependent for v in jaxpr.outvars)
+
+
+def shared_gaussian(make_dist: Callable, xs: Array):
+    """``(locs (N, D), scale_tril (D, D))`` when every ``make_dist(x_i)`` is a MultivariateNormal whose scale does
+    not depend on x_i (e.g. the transition, predictive and proposal of a linear-Gaussian SSM), else None.
+
+    Why: vmapping ``make_dist`` builds one distribution per particle, i.e. N tiny Cholesky factorisations (N LAPACK
+    calls on CPU) per step. With a shared scale the factor is computed once (at x_1) and the per-particle locations
+    come from the vmapped ``.loc`` alone, whose Cholesky is dead code that XLA removes.
+    """
+    probe = make_dist(xs[0])
+    if not isinstance(probe, dist.MultivariateNormal):
+        return None
+    if depends_on_input(lambda x: make_dist(x).scale_tril, xs[0]):
+        return None
+    return jax.vmap(lambda x: make_dist(x).loc)(xs), probe.scale_tril
+
+
+def log_prob_each(make_dist: Callable, xs: Array, values: Array) -> Array:
+    """log make_dist(x_i).log_prob(v_i) (N,) for particles xs (N, ...) and values (N, D) or one value (D,)."""
+    fast = shared_gaussian(make_dist, xs)
+    if fast is None:
+        values = jnp.broadcast_to(values, (xs.shape[0], *values.shape[-1:]))
+        return jax.vmap(lambda x, v: make_dist(x).log_prob(v))(xs, values)
+    locs, L = fast
+    z = solve_triangular(L, (values - locs).T, lower=True)  # (D, N): one triangular solve for all particles
+    half_log_det = jnp.sum(jnp.log(jnp.diagonal(L)))
+    return -0.5 * jnp.sum(z**2, axis=0) - half_log_det - 0.5 * L.shape[0] * jnp.log(2.0 * jnp.pi)
+
+
+def sample_each(make_dist: Callable, key: jax.Array, xs: Array) -> Array:
+    """One draw (N, D) from each ``make_dist(x_i)``; shared-scale Gaussians by one matrix product."""
+    fast = shared_gaussian(make_dist, xs)
+    if fast is None:
+        return _sample_each(make_dist, key, xs)
+    locs, L = fast
+    return locs + jax.random.normal(key, locs.shape) @ L.T
 
 
 def _moments(particles, log_weights):
@@ -165,21 +221,21 @@ def particle_filter(
         k, y_t, m_t, u_prev = inputs
         k_res, k_prop = jax.random.split(k)
         if method == "fully_adapted":
-            log_pred = jax.vmap(lambda x: view.predictive(theta, x, u_prev).log_prob(y_t))(x_prev)
+            log_pred = log_prob_each(lambda x: view.predictive(theta, x, u_prev), x_prev, y_t)
             log_v = logW + jnp.where(m_t, log_pred, 0.0)
             ll_t = logsumexp(log_v)  # log sum_i W_{t-1}^i p(y_t | x_{t-1}^i)  (eq. 3.209, Alg. 4 corrected)
             anc = resample(k_res, jnp.exp(log_v - ll_t), N)
             parents = x_prev[anc]
-            proposed = _sample_each(lambda xp: view.proposal(theta, xp, u_prev, y_t), k_prop, parents)
-            blind = _sample_each(lambda xp: view.transition(theta, xp, u_prev), k_prop, parents)
+            proposed = sample_each(lambda xp: view.proposal(theta, xp, u_prev, y_t), k_prop, parents)
+            blind = sample_each(lambda xp: view.transition(theta, xp, u_prev), k_prop, parents)
             x = jnp.where(m_t, proposed, blind)
             logW_new = jnp.full(N, -jnp.log(N))
             ll_t = jnp.where(m_t, ll_t, 0.0)
         else:
             anc = resample(k_res, jnp.exp(logW), N)
             parents = x_prev[anc]
-            x = _sample_each(lambda xp: view.transition(theta, xp, u_prev), k_prop, parents)
-            log_g = jnp.where(m_t, jax.vmap(lambda xi: view.emission(theta, xi).log_prob(y_t))(x), 0.0)
+            x = sample_each(lambda xp: view.transition(theta, xp, u_prev), k_prop, parents)
+            log_g = jnp.where(m_t, log_prob_each(lambda xi: view.emission(theta, xi), x, y_t), 0.0)
             ll_t = logsumexp(log_g) - jnp.log(N)
             logW_new = log_g - logsumexp(log_g)
         us = jnp.broadcast_to(u_prev, (N, *u_prev.shape))

@@ -24,7 +24,14 @@ import jax.numpy as jnp
 from blackjax.smc import resampling
 
 from inference.api import EngineOutput, register_engine
-from inference.pf import _sample_each, adapted_initial_step, check_num_particles, particle_filter, trace_path
+from inference.pf import (
+    adapted_initial_step,
+    check_num_particles,
+    log_prob_each,
+    particle_filter,
+    sample_each,
+    trace_path,
+)
 from inference.program import observed_args
 from zoo import ssm
 from zoo.errors import OptionError
@@ -40,14 +47,14 @@ def conditional_smc_sweep(view, theta, key, reference, y, mask, u, num_particles
     def step(x_prev, inputs):
         k, y_t, m_t, u_prev, ref_t = inputs
         k_anc, k_ref, k_prop = jax.random.split(k, 3)
-        log_pred = jax.vmap(lambda x: view.predictive(theta, x, u_prev).log_prob(y_t))(x_prev)
+        log_pred = log_prob_each(lambda x: view.predictive(theta, x, u_prev), x_prev, y_t)
         log_v = jnp.where(m_t, log_pred, 0.0)  # W_{t-1} uniform under full adaptation
         anc = resampling.multinomial(k_anc, jax.nn.softmax(log_v), N - 1)
-        log_as = jax.vmap(lambda x: view.transition(theta, x, u_prev).log_prob(ref_t))(x_prev)
+        log_as = log_prob_each(lambda x: view.transition(theta, x, u_prev), x_prev, ref_t)
         anc = jnp.append(anc, jax.random.categorical(k_ref, log_as))  # ancestor sampling, notes 2.10 d corrected
         parents = x_prev[anc]
-        proposed = _sample_each(lambda xp: view.proposal(theta, xp, u_prev, y_t), k_prop, parents)
-        blind = _sample_each(lambda xp: view.transition(theta, xp, u_prev), k_prop, parents)
+        proposed = sample_each(lambda xp: view.proposal(theta, xp, u_prev, y_t), k_prop, parents)
+        blind = sample_each(lambda xp: view.transition(theta, xp, u_prev), k_prop, parents)
         x = jnp.where(m_t, proposed, blind).at[N - 1].set(ref_t)
         return x, (x, anc)
 
