@@ -16,6 +16,7 @@ SCRIPTS: list[str] = [
     "mchutchon_square_wave",
     "mchutchon_sigmoid",
     "franzese_svgp",
+    "kaiser_dagp_noise_separation",
 ]
 
 
