@@ -19,7 +19,7 @@ from scipy.stats import rankdata
 
 from zoo import moments
 from zoo.gp import mvn_logpdf_chol
-from zoo.gpssm import GPSSMParams, linear_mean_of, pseudo_predictor
+from zoo.gp_ssm_view import GPSSMParams, linear_mean_of, pseudo_predictor
 
 Array = Any
 

@@ -36,7 +36,7 @@ from inference.kalman import ForwardPass, Smoothed, backward_sample, masked_upda
 from inference.program import observed_args
 from zoo import moments, ssm
 from zoo.errors import OptionError
-from zoo.gpssm import GPSSMParams
+from zoo.gp_ssm_view import GPSSMParams, linear_mean_of, pseudo_predictor
 
 Array = Any
 
@@ -81,8 +81,6 @@ def adf_forward(g: GPSSMParams, predictor, mean_fn, y: Array, mask: Array, u: Ar
 def _theta_pieces(gp_view, params, observed):
     theta = ssm.bind(gp_view.state_space, params, observed)
     g = gp_view.to_gpssm(theta)
-    from zoo.gpssm import linear_mean_of, pseudo_predictor
-
     return g, pseudo_predictor(g), linear_mean_of(g)
 
 
