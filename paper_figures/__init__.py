@@ -17,6 +17,7 @@ SCRIPTS: list[str] = [
     "mchutchon_sigmoid",
     "franzese_svgp",
     "kaiser_dagp_noise_separation",
+    "kaiser_dagp_multimodal",
 ]
 
 
