@@ -248,9 +248,8 @@ _LEGEND = (
     "Rows are engines (metrics averaged over seeds; R-hat and errors are the worst seed, divergences the sum). "
     "ESS is ArviZ's min bulk ESS over all variables; ESS/s divides it by run time (compile time apart). "
     "Mean err is the largest |mean - reference mean| / reference sd over variables; sd err the largest "
-    "relative error of the posterior sd. Log evidence is given by engines that estimate it. An engine showing "
-    "compile s 0 could not time compilation apart (NumPyro's MCMC compiles inside its run): its run s and ESS/s "
-    "include compilation."
+    "relative error of the posterior sd. Log evidence is given by engines that estimate it. Compile s is 0 "
+    "where a cell reused a program compiled earlier in the same process (same model, engine options and shapes)."
 )
 
 _STYLE = """
