@@ -8,9 +8,15 @@ from zoo.config import configure_jax
 
 configure_jax()
 
-from zoo import gpssm, lgssm, nigp, regression, sparse  # noqa: E402,F401  (registers the models)
-from zoo import deep_gp  # noqa: E402,F401  (registers deep_gp/*; issue 8)
-from zoo import dagp  # noqa: E402,F401  (registers dagp, dagp/exact; issue 8)
+from zoo import (  # noqa: E402,F401  (registers the models)
+    dagp,  # noqa: E402,F401  (registers dagp, dagp/exact; issue 8)
+    deep_gp,  # noqa: E402,F401  (registers deep_gp/*; issue 8)
+    gpssm,
+    lgssm,
+    nigp,
+    regression,
+    sparse,
+)
 from zoo.registry import Dataset, ModelSpec, get, names, register  # noqa: E402
 
 __all__ = ["Dataset", "ModelSpec", "get", "names", "register"]
