@@ -9,8 +9,8 @@ from zoo.config import configure_jax
 configure_jax()
 
 from zoo import (  # noqa: E402,F401  (registers the models)
-    dagp,  # noqa: E402,F401  (registers dagp, dagp/exact; issue 8)
-    deep_gp,  # noqa: E402,F401  (registers deep_gp/*; issue 8)
+    dagp,
+    deep_gp,
     gpssm,
     lgssm,
     nigp,
