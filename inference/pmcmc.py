@@ -1,0 +1,198 @@
+"""``pmcmc``: particle Gibbs over trajectories *and* parameters -- the fully Bayesian GP-SSM of Frigola, Lindsten,
+Schön & Rasmussen 2013 (notes M12), here for state-space views with a Markov transition.
+
+One Gibbs iteration j (Andrieu, Doucet & Holenstein 2010, sec. 2.4.3, with the PGAS kernel of Lindsten, Jordan &
+Schön 2014 in place of plain conditional SMC):
+
+1. x_{1:T} ~ PGAS(. | x'_{1:T}, theta_{j-1}) -- one conditional-SMC-with-ancestor-sampling sweep per trajectory
+   (``inference.pgas.conditional_smc_sweep``, fully adapted, corrected ancestor weights), which leaves
+   p(x_{1:T} | y_{1:T}, theta) invariant;
+2. theta_j: ``num_steps`` random-walk Metropolis-Hastings steps on p(theta | x_{1:T}, y_{1:T}) ∝
+   p(theta) p(x_{1:T}, y_{1:T} | theta), in the unconstrained space of each parameter site (NumPyro's ``biject_to``
+   of its support, the log |Jacobian| added to the target). The complete-data density is cheap (no filter), so
+   several MH steps per sweep cost little next to the sweep.
+
+Proposal: phi' = phi + lambda * sigma ⊙ z, z ~ N(0, I). During the first ``num_warmup`` Gibbs iterations the scale is
+adapted by Robbins-Monro (Andrieu & Thoms 2008, Algorithm 4, "componentwise variance with global scaling"):
+after each MH step with acceptance probability alpha, with gamma_n = (n + 10)^-0.6 (n counts warm-up MH steps; the
+offset keeps the first updates from collapsing sigma onto one point),
+    mu <- mu + gamma_n (phi - mu),  sigma^2 <- sigma^2 + gamma_n ((phi - mu)^2 - sigma^2),
+    log lambda <- log lambda + gamma_n (alpha - 0.3),
+starting from mu = phi_0, sigma = 0.1, lambda = 2.38 / sqrt(P) (P unconstrained coordinates). The target rate 0.3
+sits between the asymptotic 0.234 (large P) and 0.44 (P = 1) of Roberts, Gelman & Gilks 1997. After warm-up the
+proposal is frozen, so the retained iterations are a time-homogeneous Markov chain with the exact posterior
+p(theta, x_{1:T} | y_{1:T}) invariant (each of the two Gibbs blocks leaves it invariant).
+
+Not covered: the non-Markov ``gpssm/full`` (M9), whose ancestor weights need the marginalised-GP sequential
+conditionals over whole histories; ``pmcmc`` requires a view with a Markov transition and the fully adapted pieces.
+All K trajectories share theta; each chain starts at ``params`` (model defaults) and its own PF reference.
+Compiled once per (view, sizes, parameter names); params and data are arguments.
+"""
+
+from functools import cache
+
+import jax
+import jax.numpy as jnp
+from jax.flatten_util import ravel_pytree
+from numpyro.distributions import biject_to
+from numpyro.infer.util import log_density
+
+from inference.api import EngineOutput, register_engine
+from inference.pf import check_num_particles
+from inference.pgas import check_fully_adapted, conditional_smc_sweep, initial_reference
+from inference.program import observed_args
+from zoo import ssm
+
+TARGET_ACCEPT = 0.3
+ADAPT_OFFSET = 10.0
+ADAPT_DECAY = 0.6
+INITIAL_SIGMA = 0.1
+
+
+def site_transforms(view, observed, names):
+    """name -> bijection from R^n onto the support of each parameter site (traced; no concrete values needed)."""
+    sites = ssm.parameter_sites(view, observed)
+    return {name: biject_to(sites[name]["fn"].support) for name in names}
+
+
+def unconstrain(transforms, params):
+    """Flat unconstrained vector (P,) of ``params`` and the map back to a dict of unconstrained arrays."""
+    return ravel_pytree({name: transforms[name].inv(jnp.asarray(value)) for name, value in params.items()})
+
+
+def constrain(transforms, unravel, phi):
+    """(params dict, log |d params / d phi|) for a flat unconstrained vector phi (P,)."""
+    unconstrained = unravel(phi)
+    params = {name: transforms[name](value) for name, value in unconstrained.items()}
+    log_jac = sum(jnp.sum(transforms[n].log_abs_det_jacobian(unconstrained[n], params[n])) for n in params)
+    return params, log_jac
+
+
+def parameter_log_posterior(view, transforms, unravel, observed, phi, states):
+    """log p(theta) + log |J| + log p(x_{1:T}, y_{1:T} | theta) at unconstrained phi (P,), states (K, T, D)."""
+    params, log_jac = constrain(transforms, unravel, phi)
+    log_prior, _ = log_density(view.parameters, (observed,), {}, params)
+    theta = ssm.bind(view, params, observed)
+    return log_prior + log_jac + ssm.log_joint(view, theta, states, observed)
+
+
+class Adaptation:
+    """Robbins-Monro state (mu (P,), log_sigma2 (P,), log_lambda (), n ()) of the Andrieu-Thoms proposal."""
+
+    @staticmethod
+    def init(phi0):
+        P = phi0.shape[0]
+        return phi0, jnp.full(P, 2 * jnp.log(INITIAL_SIGMA)), jnp.log(2.38 / jnp.sqrt(P)), jnp.zeros(())
+
+    @staticmethod
+    def update(state, phi, accept_prob):
+        mu, log_sigma2, log_lambda, n = state
+        gamma = (n + ADAPT_OFFSET) ** -ADAPT_DECAY
+        mu = mu + gamma * (phi - mu)
+        sigma2 = jnp.exp(log_sigma2) + gamma * ((phi - mu) ** 2 - jnp.exp(log_sigma2))
+        log_sigma2 = jnp.log(jnp.maximum(sigma2, 1e-12))  # floor: a collapsed coordinate could never move again
+        return mu, log_sigma2, log_lambda + gamma * (accept_prob - TARGET_ACCEPT), n + 1
+
+
+def metropolis_steps(log_target, key, phi, log_p, adapt, warm, num_steps: int):
+    """``num_steps`` random-walk MH steps on ``log_target`` from phi (P,) with cached log_p; adapts while ``warm``.
+    Returns (phi, log_p, adapt, mean acceptance probability)."""
+
+    def step(carry, k):
+        phi, log_p, adapt = carry
+        k_prop, k_acc = jax.random.split(k)
+        _, log_sigma2, log_lambda, _ = adapt
+        scale = jnp.exp(log_lambda + 0.5 * log_sigma2)
+        proposal = phi + scale * jax.random.normal(k_prop, phi.shape)
+        log_p_new = log_target(proposal)
+        log_ratio = jnp.where(jnp.isfinite(log_p_new), log_p_new - log_p, -jnp.inf)
+        accept_prob = jnp.exp(jnp.minimum(log_ratio, 0.0))
+        accept = jax.random.uniform(k_acc) < accept_prob
+        phi, log_p = jnp.where(accept, proposal, phi), jnp.where(accept, log_p_new, log_p)
+        adapted = Adaptation.update(adapt, phi, accept_prob)
+        adapt = jax.tree.map(lambda new, old: jnp.where(warm, new, old), adapted, adapt)
+        return (phi, log_p, adapt), accept_prob
+
+    (phi, log_p, adapt), probs = jax.lax.scan(step, (phi, log_p, adapt), jax.random.split(key, num_steps))
+    return phi, log_p, adapt, jnp.mean(probs)
+
+
+def pmcmc_chain(view, key, params, observed, num_particles: int, num_warmup: int, num_samples: int, num_steps: int):
+    """One particle-Gibbs chain. Returns (params draws {name: (num_samples, *shape)}, states (num_samples, K, T, D),
+    acceptance (num_samples,))."""
+    transforms = site_transforms(view, observed, tuple(params))
+    phi0, unravel = unconstrain(transforms, params)
+    y, mask, u = ssm.trajectories(observed)
+    K = y.shape[0]
+
+    def theta_of(phi):
+        return ssm.bind(view, constrain(transforms, unravel, phi)[0], observed)
+
+    k_init, k_run = jax.random.split(key)
+    theta0 = theta_of(phi0)
+    init = jax.vmap(lambda k, yk, mk, uk: initial_reference(view, theta0, k, yk, mk, uk, num_particles))
+    reference = init(jax.random.split(k_init, K), y, mask, u)
+
+    def gibbs(carry, inputs):
+        ref, phi, adapt = carry
+        k, j = inputs
+        k_x, k_theta = jax.random.split(k)
+        theta = theta_of(phi)
+        sweep = jax.vmap(lambda kk, r, yk, mk, uk: conditional_smc_sweep(view, theta, kk, r, yk, mk, uk, num_particles))
+        ref = sweep(jax.random.split(k_x, K), ref, y, mask, u)
+
+        def log_target(p):
+            return parameter_log_posterior(view, transforms, unravel, observed, p, ref)
+
+        phi, _, adapt, acc = metropolis_steps(
+            log_target, k_theta, phi, log_target(phi), adapt, j < num_warmup, num_steps
+        )
+        return (ref, phi, adapt), (ref, phi, acc)
+
+    iterations = num_warmup + num_samples
+    inputs = (jax.random.split(k_run, iterations), jnp.arange(iterations))
+    _, (refs, phis, accs) = jax.lax.scan(gibbs, (reference, phi0, Adaptation.init(phi0)), inputs)
+    draws = jax.vmap(lambda p: constrain(transforms, unravel, p)[0])(phis[num_warmup:])
+    return draws, refs[num_warmup:], accs[num_warmup:]
+
+
+@cache
+def pmcmc_runner(view, num_particles: int, num_warmup: int, num_samples: int, num_steps: int):
+    """Jitted ``(keys (C,), params, observed) -> (params draws (C, S, ...), states (C, S, K, T, D), accept (C, S))``."""
+
+    def one_chain(key, params, observed):
+        return pmcmc_chain(view, key, params, observed, num_particles, num_warmup, num_samples, num_steps)
+
+    return jax.jit(jax.vmap(one_chain, in_axes=(0, None, None)))
+
+
+@register_engine(
+    "pmcmc",
+    requires={"state_space"},
+    defaults={
+        "num_chains": 4,
+        "num_warmup": 500,
+        "num_samples": 1000,
+        "num_particles": 50,
+        "num_steps": 10,
+        "params": None,
+    },
+    summary="Particle Gibbs over trajectories (PGAS) and parameters (adaptive random-walk MH); Frigola et al. 2013",
+)
+def pmcmc(spec, dataset, key, timer, **options) -> EngineOutput:
+    """posterior: every parameter site (chain, draw, *shape) and ``states`` (chain, draw, K, T, D); ``params`` is the
+    starting point; sample_stats ``acceptance_rate``: mean MH acceptance probability of the draw's theta move."""
+    view = spec.views["state_space"]
+    check_num_particles(options["num_particles"])
+    check_fully_adapted(view)
+    runner = pmcmc_runner(
+        view, options["num_particles"], options["num_warmup"], options["num_samples"], options["num_steps"]
+    )
+    keys = jax.random.split(key, options["num_chains"])
+    draws, states, accept = timer.call(runner, keys, dict(options["params"]), observed_args(dataset))
+    iterations = options["num_chains"] * (options["num_warmup"] + options["num_samples"])
+    return EngineOutput(
+        posterior={**draws, ssm.STATES: states},
+        sample_stats={"acceptance_rate": accept},
+        num_lik_evals=iterations * (options["num_steps"] + 1),
+    )
