@@ -18,13 +18,22 @@ emission; the view has no such piece, so ``adapted_initial_step`` derives it fro
 Steps past a trajectory's end (mask False) are steps without
 an observation: resample by W, propagate with the transition, no weight update and no log-likelihood increment.
 
-Score (Fisher identity, eq. 3.210; Poyiadjis, Doucet & Singh 2011, Alg. 1 in its O(N) path form): every particle
-carries the gradient of its path's complete-data log density,
-d_t^i = d_{t-1}^{a_t^i} + grad log p(x_t^i | x_{t-1}^{a_t^i}) + grad log p(y_t | x_t^i), resampled with it; the score
-estimate is sum_i W_T^i d_T^i. The accumulators live in the space of the view's ``theta`` and are mapped to the
-parameters once at the end by a vector-Jacobian product (exact by linearity), so the per-particle work never
-differentiates through ``bind``. The estimate inherits path degeneracy (its variance grows with T), which is why
-Algorithm 5 uses only derivatives, never the noisy log-likelihood values.
+Score (Fisher identity, eq. 3.210): grad log p(y_{1:T}) = E[grad log p(x_{1:T}, y_{1:T}) | y_{1:T}], an expectation of
+an additive functional s_t(x_{t-1}, x_t) = grad log p(x_t | x_{t-1}) + grad log p(y_t | x_t) under the smoothing
+distribution. Two particle estimates (``score_method``):
+
+* ``"forward_smoothing"`` (default; Poyiadjis, Doucet & Singh 2011, Algorithm 2; Del Moral, Doucet & Singh 2010):
+  every particle carries alpha_t^i ≈ E[sum_{s<=t} s_s | x_t = x_t^i, y_{1:t}], updated with the backward kernel
+  B_t^{ij} ∝ W_{t-1}^j p(x_t^i | x_{t-1}^j) over *all* particles at t-1,
+      alpha_t^i = sum_j B_t^{ij} (alpha_{t-1}^j + grad log p(x_t^i | x_{t-1}^j)) + grad log p(y_t | x_t^i),
+  score = sum_i W_T^i alpha_T^i. O(N^2) per step, consistent, variance growing only linearly in T: the fix for the
+  path-degeneracy bias that made ``pf-ml`` biased (A = 0.763 +- 0.003 vs ML 0.742, N = 50, T = 50).
+* ``"path"`` (Poyiadjis et al. 2011, Algorithm 1; McHutchon's Algorithm 4): d_t^i = d_{t-1}^{a_t^i} + s_t along
+  each genealogy path, score = sum_i W_T^i d_T^i. O(N) but its paths coalesce, so for T >> N it estimates the
+  expectation under a degenerate path measure (variance quadratic in T, and a bias that learning accumulates).
+
+The accumulators live in the space of the view's ``theta`` and are mapped to the parameters once at the end by a
+vector-Jacobian product (exact by linearity), so the per-particle work never differentiates through ``bind``.
 """
 
 from collections.abc import Callable
@@ -56,6 +65,7 @@ RESAMPLERS: dict[str, Callable] = {
     "stratified": resampling.stratified,
 }
 FILTERS = ("bootstrap", "fully_adapted")
+SCORE_METHODS = ("forward_smoothing", "path")
 
 
 class FilterOutput(NamedTuple):
@@ -180,6 +190,31 @@ def adapted_initial_step(view: ssm.StateSpaceView, theta: Any, key: jax.Array, y
     return mean + jax.random.normal(key, (num_particles, mean.shape[0])) @ chol.T, log_lik
 
 
+def forward_smoothing_update(view, theta, x_prev, logW_prev, alpha_prev, u_prev, x, y_t, m_t):
+    """alpha_t (N, P) from alpha_{t-1} (N, P) (Poyiadjis, Doucet & Singh 2011, Algorithm 2): x_prev (N, D) with
+    filter log-weights logW_prev (N,) at t-1, new particles x (N, D); P = size of flattened theta.
+
+    The transition-gradient term sum_j B^{ij} grad log f(x_t^i | x_{t-1}^j) is the Jacobian of
+    theta -> sum_j B^{ij} log f(x_t^i | x_{t-1}^j) with B held fixed: one forward-mode pass per coordinate of theta
+    over the N x N log-density matrix, never an (N, N, P) array.
+    """
+    flat_theta, unravel_theta = ravel_pytree(theta)
+
+    def log_f(ft):  # (N, N): [i, j] = log p(x_t^i | x_{t-1}^j)
+        th = unravel_theta(ft)
+        return jax.vmap(lambda xi: log_prob_each(lambda xp: view.transition(th, xp, u_prev), x_prev, xi))(x)
+
+    log_f_value = log_f(flat_theta)
+    backward = jax.nn.softmax(logW_prev[None, :] + log_f_value, axis=1)  # B (N, N), rows sum to one
+    transition_grad = jax.jacfwd(lambda ft: jnp.sum(backward * log_f(ft), axis=1))(flat_theta)  # (N, P)
+
+    def log_emission(ft, xi):
+        return jnp.where(m_t, view.emission(unravel_theta(ft), xi).log_prob(y_t), 0.0)
+
+    emission_grad = jax.vmap(jax.grad(log_emission), in_axes=(None, 0))(flat_theta, x)  # (N, P)
+    return backward @ alpha_prev + transition_grad + emission_grad
+
+
 def particle_filter(
     view: ssm.StateSpaceView,
     theta: Any,
@@ -191,6 +226,7 @@ def particle_filter(
     method: str = "fully_adapted",
     resampler: str = "systematic",
     with_score: bool = False,
+    score_method: str = "forward_smoothing",
 ) -> FilterOutput:
     """Run one particle filter on one trajectory: y (T, E), mask (T,) bool, u (T, U). Pure; jit/vmap freely."""
     N = num_particles
@@ -241,7 +277,10 @@ def particle_filter(
         us = jnp.broadcast_to(u_prev, (N, *u_prev.shape))
         yts = jnp.broadcast_to(y_t, (N, *y_t.shape))
         ms = jnp.broadcast_to(m_t, (N,))
-        d = d_prev[anc] + grad_theta(complete_data_increment, parents, us, x, yts, ms)
+        if with_score and score_method == "forward_smoothing":
+            d = forward_smoothing_update(view, theta, x_prev, logW, d_prev, u_prev, x, y_t, m_t)
+        else:
+            d = d_prev[anc] + grad_theta(complete_data_increment, parents, us, x, yts, ms)
         mean, var = _moments(x, logW_new)
         return (x, logW_new, d), (x, anc, ll_t, mean, var)
 
@@ -286,27 +325,44 @@ def sample_paths(key, output: FilterOutput, num_paths: int) -> Array:
 # ----------------------------------------------------------------------------------------------------------------
 
 
+def site_transforms(view: ssm.StateSpaceView, observed, names) -> dict:
+    """name -> bijection from R^n onto the support of each parameter site (``biject_to``; traceable, no values)."""
+    sites = ssm.parameter_sites(view, observed)
+    return {name: biject_to(sites[name]["fn"].support) for name in names}
+
+
+def unconstrain(transforms: dict, params: dict):
+    """(phi (P,), unravel): the flat unconstrained vector of ``params`` and its map back to a dict of arrays."""
+    return ravel_pytree({name: transforms[name].inv(jnp.asarray(value)) for name, value in params.items()})
+
+
+def constrain(transforms: dict, unravel, phi):
+    """(params dict, log |d params / d phi|) for a flat unconstrained vector phi (P,)."""
+    unconstrained = unravel(phi)
+    params = {name: transforms[name](value) for name, value in unconstrained.items()}
+    log_jac = sum(jnp.sum(transforms[n].log_abs_det_jacobian(unconstrained[n], params[n])) for n in params)
+    return params, log_jac
+
+
 def parameter_transform(view: ssm.StateSpaceView, observed, params: dict):
     """``(phi0, to_params)``: the flat unconstrained vector of ``params`` and its inverse map, by each site's
     support (``biject_to``), e.g. log for variances."""
-    sites = ssm.parameter_sites(view, observed)
-    transforms = {name: biject_to(sites[name]["fn"].support) for name in params}
-    unconstrained = {name: transforms[name].inv(jnp.asarray(v)) for name, v in params.items()}
-    phi0, unravel = ravel_pytree(unconstrained)
-
-    def to_params(phi):
-        return {name: transforms[name](v) for name, v in unravel(phi).items()}
-
-    return phi0, to_params
+    transforms = site_transforms(view, observed, tuple(params))
+    phi0, unravel = unconstrain(transforms, params)
+    return phi0, lambda phi: constrain(transforms, unravel, phi)[0]
 
 
-def log_likelihood_and_score(view, to_params, observed, phi, key, num_particles, method, resampler):
+def log_likelihood_and_score(
+    view, to_params, observed, phi, key, num_particles, method, resampler, score_method="forward_smoothing"
+):
     """Sum over trajectories of the PF log-likelihood estimate and its Fisher-identity score w.r.t. phi."""
     y, mask, u = ssm.trajectories(observed)
     theta, theta_vjp = jax.vjp(lambda p: ssm.bind(view, to_params(p), observed), phi)
     keys = jax.random.split(key, y.shape[0])
     run = jax.vmap(
-        lambda k, yk, mk, uk: particle_filter(view, theta, k, yk, mk, uk, num_particles, method, resampler, True)
+        lambda k, yk, mk, uk: particle_filter(
+            view, theta, k, yk, mk, uk, num_particles, method, resampler, True, score_method
+        )
     )
     out = run(keys, y, mask, u)
     score_theta = jax.tree.map(lambda s: jnp.sum(s, axis=0), out.score)
@@ -386,26 +442,39 @@ def pf(spec, dataset, key, timer, **options) -> EngineOutput:
 
 
 @cache
-def ml_runner(view, num_chains, num_particles, num_steps, method, resampler, learning_rate):
-    """Jitted Adam ascent on the PF score (Poyiadjis et al. 2011 use plain gradient steps; McHutchon's Algorithm 5 is
-    a derivative-only quasi-Newton line search). Adam uses derivatives only too, and its per-coordinate step
-    normalisation copes with the score noise; the step is a fixed ``learning_rate`` in unconstrained units.
-    Returns (phi (C, P), trace of PF log-likelihood estimates (C, num_steps), score norms (C, num_steps))."""
+def ml_runner(view, num_particles, num_steps, method, resampler, learning_rate, score_method):
+    """Jitted ``(keys (C,), params, observed) -> (averaged params (C, ...), PF log-likelihoods (C, num_steps),
+    score norms (C, num_steps))``, compiled once per configuration (the parameter transforms are rebuilt inside the
+    trace from the view, so nothing unhashable is closed over).
+
+    Ascent: Adam on the PF score (Poyiadjis et al. 2011 use plain gradient steps; McHutchon's Algorithm 5 is a
+    derivative-only quasi-Newton line search). Adam uses derivatives only too, and its per-coordinate step
+    normalisation copes with the score noise; the step is a fixed ``learning_rate`` in unconstrained units. With a
+    fixed step the iterates keep fluctuating around the root of the expected score, so the estimate is their
+    Polyak-Ruppert average over the second half of the steps (Polyak & Juditsky 1992).
+    """
     optimizer = optax.adam(learning_rate)
 
-    def one_chain(key, phi0, to_params_static, observed):
+    def one_chain(key, params, observed):
+        transforms = site_transforms(view, observed, tuple(params))
+        phi0, unravel = unconstrain(transforms, params)
+
+        def to_params(phi):
+            return constrain(transforms, unravel, phi)[0]
+
         def body(carry, k):
             phi, opt_state = carry
             ll, score = log_likelihood_and_score(
-                view, to_params_static, observed, phi, k, num_particles, method, resampler
+                view, to_params, observed, phi, k, num_particles, method, resampler, score_method
             )
             updates, opt_state = optimizer.update(-score, opt_state, phi)
-            return (optax.apply_updates(phi, updates), opt_state), (ll, jnp.linalg.norm(score))
+            return (optax.apply_updates(phi, updates), opt_state), (phi, ll, jnp.linalg.norm(score))
 
-        (phi, _), (lls, norms) = jax.lax.scan(body, (phi0, optimizer.init(phi0)), jax.random.split(key, num_steps))
-        return phi, lls, norms
+        init = (phi0, optimizer.init(phi0))
+        _, (phis, lls, norms) = jax.lax.scan(body, init, jax.random.split(key, num_steps))
+        return to_params(jnp.mean(phis[num_steps // 2 :], axis=0)), lls, norms
 
-    return one_chain
+    return jax.jit(jax.vmap(one_chain, in_axes=(0, None, None)))
 
 
 @register_engine(
@@ -413,35 +482,36 @@ def ml_runner(view, num_chains, num_particles, num_steps, method, resampler, lea
     requires={"state_space"},
     defaults={
         "num_chains": 1,
-        "num_particles": 500,
+        "num_particles": 100,
         "num_steps": 200,
         "learning_rate": 0.02,
         "params": None,
         "filter": "fully_adapted",
         "resampling": "systematic",
+        "score": "forward_smoothing",
     },
     summary="Maximum likelihood by ascent on the particle filter's Fisher-identity score (Adam)",
 )
 def pf_ml(spec, dataset, key, timer, **options) -> EngineOutput:
-    """``params`` is the starting point (default: the model's defaults); every site of the view is learned."""
+    """``params`` is the starting point (default: the model's defaults); every site of the view is learned. The
+    estimate is the average of the second half of the iterates (see ``ml_runner``); ``score`` picks the estimator
+    (``forward_smoothing``, consistent, O(N^2); ``path``, O(N), degenerate for T >> N)."""
     view = spec.views["state_space"]
     _check_filter_options(view, options)
-    observed = observed_args(dataset)
-    start = options["params"]
-    phi0, to_params = parameter_transform(view, observed, start)
-    step = ml_runner(
+    if options["score"] not in SCORE_METHODS:
+        raise OptionError(f"score must be one of {SCORE_METHODS}, got {options['score']!r}")
+    runner = ml_runner(
         view,
-        options["num_chains"],
         options["num_particles"],
         options["num_steps"],
         options["filter"],
         options["resampling"],
         float(options["learning_rate"]),
+        options["score"],
     )
-    run = jax.jit(jax.vmap(lambda k, p, obs: step(k, p, to_params, obs), in_axes=(0, None, None)))
     keys = jax.random.split(key, options["num_chains"])
-    phi, lls, norms = timer.call(run, keys, phi0, observed)
-    learned = jax.vmap(to_params)(phi)
+    params = {name: jnp.asarray(v) for name, v in options["params"].items()}
+    learned, lls, norms = timer.call(runner, keys, params, observed_args(dataset))
     return EngineOutput(
         posterior={name: np.asarray(v)[:, None] for name, v in learned.items()},
         point_estimates=learned,

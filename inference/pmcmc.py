@@ -33,12 +33,10 @@ from functools import cache
 
 import jax
 import jax.numpy as jnp
-from jax.flatten_util import ravel_pytree
-from numpyro.distributions import biject_to
 from numpyro.infer.util import log_density
 
 from inference.api import EngineOutput, register_engine
-from inference.pf import check_num_particles
+from inference.pf import check_num_particles, constrain, site_transforms, unconstrain
 from inference.pgas import check_fully_adapted, conditional_smc_sweep, initial_reference
 from inference.program import observed_args
 from zoo import ssm
@@ -47,25 +45,6 @@ TARGET_ACCEPT = 0.3
 ADAPT_OFFSET = 10.0
 ADAPT_DECAY = 0.6
 INITIAL_SIGMA = 0.1
-
-
-def site_transforms(view, observed, names):
-    """name -> bijection from R^n onto the support of each parameter site (traced; no concrete values needed)."""
-    sites = ssm.parameter_sites(view, observed)
-    return {name: biject_to(sites[name]["fn"].support) for name in names}
-
-
-def unconstrain(transforms, params):
-    """Flat unconstrained vector (P,) of ``params`` and the map back to a dict of unconstrained arrays."""
-    return ravel_pytree({name: transforms[name].inv(jnp.asarray(value)) for name, value in params.items()})
-
-
-def constrain(transforms, unravel, phi):
-    """(params dict, log |d params / d phi|) for a flat unconstrained vector phi (P,)."""
-    unconstrained = unravel(phi)
-    params = {name: transforms[name](value) for name, value in unconstrained.items()}
-    log_jac = sum(jnp.sum(transforms[n].log_abs_det_jacobian(unconstrained[n], params[n])) for n in params)
-    return params, log_jac
 
 
 def parameter_log_posterior(view, transforms, unravel, observed, phi, states):

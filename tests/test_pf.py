@@ -91,7 +91,9 @@ def test_score_matches_kalman_gradient():
     exact = jax.grad(lambda phi: kalman_log_likelihood(view, to_params(phi), observed))(phi0)
 
     def score(key):
-        return pf.log_likelihood_and_score(view, to_params, observed, phi0, key, 300, "fully_adapted", "systematic")[1]
+        return pf.log_likelihood_and_score(
+            view, to_params, observed, phi0, key, 300, "fully_adapted", "systematic", "path"
+        )[1]
 
     runs = 64
     scores = np.asarray(jax.jit(jax.vmap(score))(jax.random.split(jax.random.key(9), runs)))
