@@ -4,6 +4,7 @@ Every ArviZ call of the project lives here, so a move to the ArviZ 1.x (DataTree
 ESS and R-hat are ArviZ's for every engine (NumPyro's ``n_eff`` differs).
 """
 
+import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -136,8 +137,6 @@ def compare(
 
 def to_netcdf(idata: az.InferenceData, path: str) -> None:
     """Write ``idata`` to ``path`` atomically (a temporary name, then a rename)."""
-    import os
-
     tmp = f"{path}.tmp-{os.getpid()}"
     try:
         idata.to_netcdf(tmp)
