@@ -30,8 +30,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[100, 500])
     parser.add_argument("--repeats", type=int, default=1, help="further calls after the compiling one")
+    parser.add_argument("--chains", type=int, default=4)
+    parser.add_argument("--warmup", type=int, default=500)
+    parser.add_argument("--draws", type=int, default=1000)
     args = parser.parse_args()
-    options = {"num_chains": 4, "num_warmup": 500, "num_samples": 1000}
+    options = {"num_chains": args.chains, "num_warmup": args.warmup, "num_samples": args.draws}
     print(f"{'N':>5} {'engine':>13} {'compile_s':>9} {'run_s':>7} {'min_ess':>8} {'ESS/s':>8} {'ESS/grad':>9}")
     for n in args.sizes:
         dataset = zoo.get("gp/regression").simulate(jax.random.key(n), n=n)
