@@ -39,6 +39,20 @@ class ForwardPass(NamedTuple):
     log_lik: Array
 
 
+def forward_pass_from_scan(m0: Array, P0: Array, m1: Array, P1: Array, steps: tuple, log_lik: Array) -> ForwardPass:
+    """Assemble a ForwardPass from the first update (prior m0, P0 -> m1, P1) and the scan over t = 2..T,
+    whose outputs ``steps`` are (filtered mean, filtered cov, predicted mean, predicted cov, cross) per step."""
+    fm, fP, pm, pP, cross = steps
+    return ForwardPass(
+        filt_mean=jnp.concatenate([m1[None], fm]),
+        filt_cov=jnp.concatenate([P1[None], fP]),
+        pred_mean=jnp.concatenate([m0[None], pm]),
+        pred_cov=jnp.concatenate([P0[None], pP]),
+        cross=cross,
+        log_lik=log_lik,
+    )
+
+
 class Smoothed(NamedTuple):
     """mean (T, D), cov (T, D, D): p(x_t | y_{1:T}); cross (T-1, D, D): Cov[x_t, x_{t+1} | y_{1:T}];
     gain (T-1, D, D): J_t = Cov[x_t, x_{t+1} | y_{1:t}] Sigma_{t+1|t}^{-1}."""
@@ -72,15 +86,8 @@ def kalman_filter(lg: ssm.LinearGaussianSSM, y: Array, mask: Array, u: Array) ->
         new_m, new_P, ll_t = masked_update(pred_m, pred_P, y_t, m_t, lg.C, lg.d, lg.R)
         return (new_m, new_P, ll + ll_t), (new_m, new_P, pred_m, pred_P, P @ lg.A.T)
 
-    (_, _, ll), (fm, fP, pm, pP, cross) = jax.lax.scan(step, (m1, P1, ll1), (y[1:], mask[1:], u[:-1]))
-    return ForwardPass(
-        filt_mean=jnp.concatenate([m1[None], fm]),
-        filt_cov=jnp.concatenate([P1[None], fP]),
-        pred_mean=jnp.concatenate([lg.m0[None], pm]),
-        pred_cov=jnp.concatenate([lg.P0[None], pP]),
-        cross=cross,
-        log_lik=ll,
-    )
+    (_, _, ll), steps = jax.lax.scan(step, (m1, P1, ll1), (y[1:], mask[1:], u[:-1]))
+    return forward_pass_from_scan(lg.m0, lg.P0, m1, P1, steps, ll)
 
 
 def smoothing_gains(forward: ForwardPass) -> Array:

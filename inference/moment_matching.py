@@ -32,7 +32,7 @@ from jax.scipy.linalg import cho_solve
 from numpyro.distributions import biject_to
 
 from inference.api import EngineOutput, register_engine
-from inference.kalman import ForwardPass, Smoothed, backward_sample, masked_update, rts_smoother
+from inference.kalman import ForwardPass, Smoothed, backward_sample, forward_pass_from_scan, masked_update, rts_smoother
 from inference.program import observed_args
 from zoo import moments, ssm
 from zoo.errors import OptionError
@@ -67,15 +67,8 @@ def adf_forward(g: GPSSMParams, predictor, mean_fn, y: Array, mask: Array, u: Ar
         new_m, new_P, ll_t = masked_update(pred_m, pred_P, y_t, m_t, g.C, d, R)
         return (new_m, new_P, ll + ll_t), (new_m, new_P, pred_m, pred_P, cross)
 
-    (_, _, ll), (fm, fP, pm, pP, cross) = jax.lax.scan(step, (m1, P1, ll1), (y[1:], mask[1:], u[:-1]))
-    return ForwardPass(
-        filt_mean=jnp.concatenate([m1[None], fm]),
-        filt_cov=jnp.concatenate([P1[None], fP]),
-        pred_mean=jnp.concatenate([g.m0[None], pm]),
-        pred_cov=jnp.concatenate([g.P0[None], pP]),
-        cross=cross,
-        log_lik=ll,
-    )
+    (_, _, ll), steps = jax.lax.scan(step, (m1, P1, ll1), (y[1:], mask[1:], u[:-1]))
+    return forward_pass_from_scan(g.m0, g.P0, m1, P1, steps, ll)
 
 
 def _theta_pieces(gp_view, params, observed):
