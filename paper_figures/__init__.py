@@ -15,6 +15,7 @@ from zoo.errors import unknown_name
 SCRIPTS: list[str] = [
     "mchutchon_square_wave",
     "mchutchon_sigmoid",
+    "mchutchon_pgas_timing",
     "franzese_svgp",
     "kaiser_dagp_noise_separation",
     "kaiser_dagp_multimodal",
