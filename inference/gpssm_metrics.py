@@ -4,13 +4,16 @@
   the score is -log int N(y; mu*_t, Sigma*_t) N(y; x*_t, Sigma_nu) dy = -log N(mu*_t; x*_t, Sigma*_t + Sigma_nu) with
   the TRUE observation noise Sigma_nu (notes sec. 5 item 16), averaged per data point (per predicted step).
 * ``latent_log_density``: log density of the true latents under Gaussian smoothing marginals, per data point.
-* ``simulate_gpssm`` / ``multi_step_scores`` / ``ranks``: moment-matching multi-step simulation from a known start state
+* ``Dynamics``: what every learner's transition reduces to for evaluation, an SE-GP predictor with a linear mean and
+  additive noise (the sparse GP-SSM's pseudo-point GP, the AR1-GP's and NIGP's exact GPs); a posterior (PMCMC draws)
+  is a stack of them, summarised by the moment-matched mixture.
+* ``simulate`` / ``multi_step_scores`` / ``ranks``: moment-matching multi-step simulation from a known start state
   (sec. 3.9.4), scored per step like eq. 3.75, and per-trajectory ranks of several methods (1 = best).
 * ``noise_percent_error``: 100 (learnt - true) / true of the total noise std sqrt(sigma_eps^2 + sigma_nu^2).
 """
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -54,15 +57,57 @@ def one_step_nlp(predict, states: Array, lengths: Array, u: Array | None, true_o
     return float(jnp.mean(jax.jit(jax.vmap(score))(prev, u_prev, nxt)))
 
 
-def gpssm_predict(g: GPSSMParams):
-    """The sparse GP-SSM's one-step predictive of x_t from a known x_{t-1}: N(m_f, diag(s_f + process_var))."""
-    predictor, mean_fn = pseudo_predictor(g), linear_mean_of(g)
+class Dynamics(NamedTuple):
+    """x_t | x_{t-1}, u_{t-1} ~ N(m(x^) + f(x^), diag(s_f(x^) + noise_var)) with x^ = [x_{t-1}; u_{t-1}], f an SE-GP
+    ``predictor`` (zoo.moments) and m the ``mean_fn``; noise_var (D,). Fields may carry a leading draws axis S (a
+    stack of posterior draws, see ``stack_dynamics``)."""
+
+    predictor: moments.SEPredictor
+    mean_fn: moments.LinearMean
+    noise_var: Array
+
+
+def dynamics_of(g: GPSSMParams) -> Dynamics:
+    """The sparse GP-SSM's transition: the pseudo-point GP plus the process noise."""
+    return Dynamics(pseudo_predictor(g), linear_mean_of(g), g.process_var)
+
+
+def stack_dynamics(draws: list[Dynamics]) -> Dynamics:
+    """S draws -> one Dynamics with a leading axis S on every field."""
+    return jax.tree.map(lambda *leaves: jnp.stack(leaves), *draws)
+
+
+def _as_stack(dynamics: Dynamics) -> Dynamics:
+    """A single Dynamics gets a draws axis of 1 (the mean_fn's b is (D,) unstacked, (S, D) stacked)."""
+    return jax.tree.map(lambda a: a[None], dynamics) if jnp.ndim(dynamics.mean_fn.b) == 1 else dynamics
+
+
+def _mixture_moments(means: Array, covs: Array) -> tuple[Array, Array]:
+    """Moment-matched Gaussian of an equal-weight mixture: means (S, D), covs (S, D, D) -> (D,), (D, D)."""
+    mean = means.mean(0)
+    centred = means - mean
+    return mean, covs.mean(0) + jnp.einsum("sd,se->de", centred, centred) / means.shape[0]
+
+
+def point_predict(dynamics: Dynamics):
+    """One-step predictive ``(x (D,), u (U,)) -> (mean (D,), cov (D, D))`` from a known x_{t-1}; for a stack of draws,
+    the moment-matched mixture over draws."""
+    stacked = _as_stack(dynamics)
+
+    def one(d, x, u):
+        mean, var = moments.predict_point(d.predictor, jnp.concatenate([x, u]), d.mean_fn)
+        return mean, jnp.diag(var + d.noise_var)
 
     def predict(x, u):
-        mean, var = moments.predict_point(predictor, jnp.concatenate([x, u]), mean_fn)
-        return mean, jnp.diag(var + g.process_var)
+        means, covs = jax.vmap(one, in_axes=(0, None, None))(stacked, x, u)
+        return _mixture_moments(means, covs)
 
     return predict
+
+
+def gpssm_predict(g: GPSSMParams):
+    """The sparse GP-SSM's one-step predictive of x_t from a known x_{t-1}: N(m_f, diag(s_f + process_var))."""
+    return point_predict(dynamics_of(g))
 
 
 def latent_log_density(truth: Array, mean: Array, cov: Array, lengths: Array) -> float:
@@ -77,34 +122,41 @@ def latent_log_density(truth: Array, mean: Array, cov: Array, lengths: Array) ->
     return float(jnp.sum(jnp.where(mask, logp, 0.0)) / (mask.sum() * D))
 
 
-def simulate_gpssm(g: GPSSMParams, x1: Array, u: Array, num_steps: int) -> tuple[Array, Array]:
+def simulate(dynamics: Dynamics, x1: Array, u: Array, num_steps: int) -> tuple[Array, Array]:
     """Moment-matching multi-step simulation from a known start x1 (D,) with known controls u (T, U) (sec. 3.9.4):
-    means (T, D) and covariances (T, D, D) of x_1..x_T (x_1 a point mass)."""
-    predictor, mean_fn = pseudo_predictor(g), linear_mean_of(g)
+    means (T, D) and covariances (T, D, D) of x_1..x_T (x_1 a point mass). One Dynamics (no draws axis)."""
     D = x1.shape[0]
 
     def step(carry, u_prev):
         m, P = carry
         mu, Sigma = moments.join_state_control(m, P, u_prev)
-        mm = moments.predict_moments(predictor, mu, Sigma, mean_fn)
-        new = (mm.mean, mm.cov + jnp.diag(g.process_var))
+        mm = moments.predict_moments(dynamics.predictor, mu, Sigma, dynamics.mean_fn)
+        new = (mm.mean, mm.cov + jnp.diag(dynamics.noise_var))
         return new, new
 
     _, (m, P) = jax.lax.scan(step, (x1, jnp.zeros((D, D))), u[: num_steps - 1])
     return jnp.concatenate([x1[None], m]), jnp.concatenate([jnp.zeros((1, D, D)), P])
 
 
+def simulate_gpssm(g: GPSSMParams, x1: Array, u: Array, num_steps: int) -> tuple[Array, Array]:
+    """``simulate`` with the sparse GP-SSM's transition."""
+    return simulate(dynamics_of(g), x1, u, num_steps)
+
+
 def multi_step_scores(
-    g: GPSSMParams, states: Array, lengths: Array, u: Array | None, true_obs_var: Array
+    dynamics: Dynamics | GPSSMParams, states: Array, lengths: Array, u: Array | None, true_obs_var: Array
 ) -> np.ndarray:
-    """Per test trajectory, the mean over steps 2..T_k of eq. 3.75's score of the simulated belief: (K,)."""
+    """Per test trajectory, the mean over steps 2..T_k of eq. 3.75's score of the simulated belief: (K,). A stack of
+    draws is simulated draw by draw and scored by the per-step moment-matched mixture."""
+    stacked = _as_stack(dynamics_of(dynamics) if isinstance(dynamics, GPSSMParams) else dynamics)
     states = jnp.asarray(states)
     K, T, D = states.shape
     u = jnp.zeros((K, T, 0)) if u is None else jnp.asarray(u)
     obs_var = jnp.asarray(true_obs_var)
 
     def one(x_true, u_k):
-        m, P = simulate_gpssm(g, x_true[0], u_k, T)
+        means, covs = jax.vmap(simulate, in_axes=(0, None, None, None))(stacked, x_true[0], u_k, T)
+        m, P = jax.vmap(_mixture_moments, in_axes=(1, 1))(means, covs)
         return jax.vmap(gaussian_score, in_axes=(0, 0, 0, None))(m[1:], P[1:], x_true[1:], obs_var)
 
     scores = np.asarray(jax.jit(jax.vmap(one))(states, u))
