@@ -14,6 +14,7 @@ from zoo import (  # noqa: E402,F401  (registers the models)
     gpssm,
     lgssm,
     nigp,
+    nvc,
     regression,
     sparse,
 )
