@@ -4,7 +4,21 @@
 """
 
 import zoo  # noqa: F401  (float64 and the compilation cache before any engine traces)
-from inference import exact, kalman, moment_matching, numpyro_nuts, nuts, nvc, particle_em, pf, pgas, pmcmc, smc, svi  # noqa: F401  (register the engines)
+from inference import (  # noqa: F401  (register the engines)
+    exact,
+    kalman,
+    moment_matching,
+    numpyro_nuts,
+    nuts,
+    nvc,
+    particle_em,
+    pf,
+    pgas,
+    pmcmc,
+    sampling_ep,
+    smc,
+    svi,
+)
 from inference.api import EngineOutput, engine_names, engines_for, get_engine, register_engine, run
 
 __all__ = ["EngineOutput", "engine_names", "engines_for", "get_engine", "register_engine", "run"]

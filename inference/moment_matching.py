@@ -366,9 +366,17 @@ def optimal_beta(q_of_beta, beta_shape) -> Array:
     return -cho_solve((L, True), jax.grad(flat)(zero)).reshape(beta_shape)
 
 
+def ads_e_step(gp_view, key, params, observed):
+    """The ADS E-step of ``em_runner``: (ForwardPass for the posterior draws, Smoothed, ADF log-likelihood); the key is
+    unused (``inference.sampling_ep.ep_e_step`` is the sampling-EP E-step with the same signature)."""
+    forward, smoothed = smooth_all(gp_view, params, observed, "rts")
+    return forward, smoothed, jnp.sum(forward.log_lik)
+
+
 @cache
-def em_runner(gp_view, names: tuple[str, ...], num_em: int, m_steps: int, num_samples: int):
-    """Jitted analytic EM: ``names`` are the sites the inner L-BFGS fits (everything but obs_var, pseudo_targets)."""
+def em_runner(gp_view, names: tuple[str, ...], num_em: int, m_steps: int, num_samples: int, e_step=ads_e_step):
+    """Jitted analytic EM: ``names`` are the sites the inner L-BFGS fits (everything but obs_var, pseudo_targets);
+    ``e_step(gp_view, key, params, observed) -> (forward, smoothed, log_lik)`` (default: ADS)."""
 
     def run(key, init, fixed, observed):
         transforms = _transforms(gp_view, observed, names)
@@ -389,8 +397,8 @@ def em_runner(gp_view, names: tuple[str, ...], num_em: int, m_steps: int, num_sa
             beta = optimal_beta(q_of_beta, predictor.beta.shape)
             return q_of_beta(beta), beta, predictor
 
-        def em_iteration(params, _):
-            forward, smoothed = smooth_all(gp_view, params, observed, "rts")
+        def em_iteration(params, step_key):
+            _, smoothed, log_lik = e_step(gp_view, step_key, params, observed)
             params = {**params, "obs_var": closed_form_obs_var(smoothed, y, mask)} if "obs_var" not in fixed else params
             flat0, unravel = jax.flatten_util.ravel_pytree({n: transforms[n].inv(params[n]) for n in names})
 
@@ -406,14 +414,15 @@ def em_runner(gp_view, names: tuple[str, ...], num_em: int, m_steps: int, num_sa
                 g = assemble(params)[0]
                 prior_mean = (g.pseudo_inputs @ g.mean_A.T + g.mean_b).T
                 params = {**params, "pseudo_targets": jnp.einsum("dij,dj->di", K_jit, beta) + prior_mean}
-            return params, (jnp.sum(forward.log_lik), q_value)
+            return params, (log_lik, q_value)
 
-        params, (adf_trace, q_trace) = jax.lax.scan(em_iteration, {**init, **fixed}, None, length=num_em)
-        forward, smoothed = smooth_all(gp_view, params, observed, "rts")
+        e_keys = jax.random.split(jax.random.fold_in(key, 1), num_em + 1)
+        params, (adf_trace, q_trace) = jax.lax.scan(em_iteration, {**init, **fixed}, e_keys[:-1])
+        forward, smoothed, log_lik = e_step(gp_view, e_keys[-1], params, observed)
         draws, mean, cov = _outputs(key, forward, smoothed.mean, smoothed.cov, num_samples)
         learned = {n: params[n][None] for n in init}
         traces = {"adf_log_lik": adf_trace[None], "q": q_trace[None]}
-        return draws, mean, cov, learned, traces, jnp.sum(forward.log_lik)
+        return draws, mean, cov, learned, traces, log_lik
 
     return jax.jit(run)
 
