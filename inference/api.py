@@ -61,16 +61,21 @@ class Engine:
     requires: frozenset[str]
     defaults: Mapping[str, Any]
     summary: str
+    alternatives: tuple[frozenset[str], ...] = ()  # other capability sets any one of which also suffices
 
 
 _ENGINES: dict[str, Engine] = {}
 
 
-def register_engine(name: str, requires: set[str], defaults: Mapping[str, Any], summary: str):
-    """Decorator registering an engine function under ``name``."""
+def register_engine(
+    name: str, requires: set[str], defaults: Mapping[str, Any], summary: str, alternatives: tuple[set[str], ...] = ()
+):
+    """Decorator registering an engine function under ``name``. The engine fits a model that offers ``requires``
+    or any one of the capability sets in ``alternatives`` (the engine dispatches on the views it finds)."""
 
     def decorate(fn: Callable[..., EngineOutput]) -> Callable[..., EngineOutput]:
-        _ENGINES[name] = Engine(name, fn, frozenset(requires), dict(defaults), summary)
+        others = tuple(frozenset(a) for a in alternatives)
+        _ENGINES[name] = Engine(name, fn, frozenset(requires), dict(defaults), summary, others)
         return fn
 
     return decorate
@@ -88,7 +93,7 @@ def engine_names() -> list[str]:
 
 
 def fits(engine: Engine, spec: ModelSpec) -> bool:
-    return engine.requires <= spec.capabilities
+    return any(needs <= spec.capabilities for needs in (engine.requires, *engine.alternatives))
 
 
 def engines_for(spec: ModelSpec) -> list[str]:

@@ -23,6 +23,7 @@ import jax
 import jax.numpy as jnp
 from blackjax.smc import resampling
 
+from inference import pgas_marginal
 from inference.api import EngineOutput, register_engine
 from inference.pf import (
     adapted_initial_step,
@@ -111,15 +112,21 @@ def check_fully_adapted(view) -> None:
     requires={"state_space"},
     defaults={"num_chains": 4, "num_warmup": 100, "num_samples": 1000, "num_particles": 100, "params": None},
     summary="Particle Gibbs with ancestor sampling (fully adapted CSMC); smoothing trajectory draws",
+    alternatives=({pgas_marginal.VIEW},),
 )
 def pgas(spec, dataset, key, timer, **options) -> EngineOutput:
-    """posterior ``states`` (chain, draw, K, T, D): the Markov chain's trajectories after ``num_warmup`` sweeps."""
-    view = spec.views["state_space"]
+    """posterior ``states`` (chain, draw, K, T, D): the Markov chain's trajectories after ``num_warmup`` sweeps.
+    Models without a state-space view but with the ``marginal_gp_ssm`` view (the non-Markov full GP-SSM) run the
+    whole-history kernel of ``inference.pgas_marginal``."""
     check_num_particles(options["num_particles"])
-    check_fully_adapted(view)
-    runner = pgas_runner(view, options["num_particles"], options["num_warmup"], options["num_samples"])
-    keys = jax.random.split(key, options["num_chains"])
-    states = timer.call(runner, keys, options["params"], observed_args(dataset))
+    if "state_space" not in spec.views:
+        states = pgas_marginal.run_pgas(spec, dataset, key, timer, **options)
+    else:
+        view = spec.views["state_space"]
+        check_fully_adapted(view)
+        runner = pgas_runner(view, options["num_particles"], options["num_warmup"], options["num_samples"])
+        keys = jax.random.split(key, options["num_chains"])
+        states = timer.call(runner, keys, options["params"], observed_args(dataset))
     return EngineOutput(
         posterior={ssm.STATES: states},
         num_lik_evals=options["num_chains"] * (options["num_warmup"] + options["num_samples"]),

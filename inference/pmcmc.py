@@ -23,18 +23,23 @@ sits between the asymptotic 0.234 (large P) and 0.44 (P = 1) of Roberts, Gelman 
 proposal is frozen, so the retained iterations are a time-homogeneous Markov chain with the exact posterior
 p(theta, x_{1:T} | y_{1:T}) invariant (each of the two Gibbs blocks leaves it invariant).
 
-Not covered: the non-Markov ``gpssm/full`` (M9), whose ancestor weights need the marginalised-GP sequential
-conditionals over whole histories; ``pmcmc`` requires a view with a Markov transition and the fully adapted pieces.
-All K trajectories share theta; each chain starts at ``params`` (model defaults) and its own PF reference.
-Compiled once per (view, sizes, parameter names); params and data are arguments.
+The state block is a ``TrajectoryKernel``: ``MARKOV`` for state-space views (Markov transition, fully adapted pieces),
+``MARGINAL_GP`` for the non-Markov full GP-SSM (M9, ``marginal_gp_ssm`` view), whose PGAS sweep carries whole
+histories and weights ancestors by the marginalised-GP density of the joined path (``inference.pgas_marginal``);
+there p(x_{1:T}, y_{1:T} | theta) in step 2 is the M9 joint (eq. 3.27) plus the emission -- Frigola et al.'s
+fully Bayesian GP-SSM proper. All K trajectories share theta; each chain starts at ``params`` (model defaults) and
+its own PF reference. Compiled once per (view, sizes, parameter names); params and data are arguments.
 """
 
+from collections.abc import Callable
 from functools import cache
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 from numpyro.infer.util import log_density
 
+from inference import pgas_marginal
 from inference.api import EngineOutput, register_engine
 from inference.pf import check_num_particles, constrain, site_transforms, unconstrain
 from inference.pgas import check_fully_adapted, conditional_smc_sweep, initial_reference
@@ -47,12 +52,28 @@ ADAPT_DECAY = 0.6
 INITIAL_SIGMA = 0.1
 
 
-def parameter_log_posterior(view, transforms, unravel, observed, phi, states):
+class TrajectoryKernel(NamedTuple):
+    """The state block of particle Gibbs on a view: ``initial_reference(view, theta, key, y, mask, u, N) -> (T, D)``,
+    ``sweep(view, theta, key, reference, y, mask, u, N) -> (T, D)`` (one PGAS sweep, one trajectory) and
+    ``log_joint(view, theta, states (K, T, D), observed) -> ()`` = log p(x_{1:T}, y_{1:T} | theta)."""
+
+    initial_reference: Callable
+    sweep: Callable
+    log_joint: Callable
+
+
+MARKOV = TrajectoryKernel(initial_reference, conditional_smc_sweep, ssm.log_joint)
+MARGINAL_GP = TrajectoryKernel(
+    pgas_marginal.initial_reference, pgas_marginal.conditional_smc_sweep, pgas_marginal.log_joint
+)
+
+
+def parameter_log_posterior(view, transforms, unravel, observed, phi, states, log_joint=ssm.log_joint):
     """log p(theta) + log |J| + log p(x_{1:T}, y_{1:T} | theta) at unconstrained phi (P,), states (K, T, D)."""
     params, log_jac = constrain(transforms, unravel, phi)
     log_prior, _ = log_density(view.parameters, (observed,), {}, params)
     theta = ssm.bind(view, params, observed)
-    return log_prior + log_jac + ssm.log_joint(view, theta, states, observed)
+    return log_prior + log_jac + log_joint(view, theta, states, observed)
 
 
 class Adaptation:
@@ -96,7 +117,17 @@ def metropolis_steps(log_target, key, phi, log_p, adapt, warm, num_steps: int):
     return phi, log_p, adapt, jnp.mean(probs)
 
 
-def pmcmc_chain(view, key, params, observed, num_particles: int, num_warmup: int, num_samples: int, num_steps: int):
+def pmcmc_chain(
+    view,
+    key,
+    params,
+    observed,
+    num_particles: int,
+    num_warmup: int,
+    num_samples: int,
+    num_steps: int,
+    kernel: TrajectoryKernel = MARKOV,
+):
     """One particle-Gibbs chain. Returns (params draws {name: (num_samples, *shape)}, states (num_samples, K, T, D),
     acceptance (num_samples,))."""
     transforms = site_transforms(view, observed, tuple(params))
@@ -109,7 +140,7 @@ def pmcmc_chain(view, key, params, observed, num_particles: int, num_warmup: int
 
     k_init, k_run = jax.random.split(key)
     theta0 = theta_of(phi0)
-    init = jax.vmap(lambda k, yk, mk, uk: initial_reference(view, theta0, k, yk, mk, uk, num_particles))
+    init = jax.vmap(lambda k, yk, mk, uk: kernel.initial_reference(view, theta0, k, yk, mk, uk, num_particles))
     reference = init(jax.random.split(k_init, K), y, mask, u)
 
     def gibbs(carry, inputs):
@@ -117,11 +148,11 @@ def pmcmc_chain(view, key, params, observed, num_particles: int, num_warmup: int
         k, j = inputs
         k_x, k_theta = jax.random.split(k)
         theta = theta_of(phi)
-        sweep = jax.vmap(lambda kk, r, yk, mk, uk: conditional_smc_sweep(view, theta, kk, r, yk, mk, uk, num_particles))
+        sweep = jax.vmap(lambda kk, r, yk, mk, uk: kernel.sweep(view, theta, kk, r, yk, mk, uk, num_particles))
         ref = sweep(jax.random.split(k_x, K), ref, y, mask, u)
 
         def log_target(p):
-            return parameter_log_posterior(view, transforms, unravel, observed, p, ref)
+            return parameter_log_posterior(view, transforms, unravel, observed, p, ref, kernel.log_joint)
 
         phi, _, adapt, acc = metropolis_steps(
             log_target, k_theta, phi, log_target(phi), adapt, j < num_warmup, num_steps
@@ -136,11 +167,13 @@ def pmcmc_chain(view, key, params, observed, num_particles: int, num_warmup: int
 
 
 @cache
-def pmcmc_runner(view, num_particles: int, num_warmup: int, num_samples: int, num_steps: int):
+def pmcmc_runner(
+    view, num_particles: int, num_warmup: int, num_samples: int, num_steps: int, kernel: TrajectoryKernel = MARKOV
+):
     """Jitted ``(keys (C,), params, observed) -> (params draws (C, S, ...), states (C, S, K, T, D), accept (C, S))``."""
 
     def one_chain(key, params, observed):
-        return pmcmc_chain(view, key, params, observed, num_particles, num_warmup, num_samples, num_steps)
+        return pmcmc_chain(view, key, params, observed, num_particles, num_warmup, num_samples, num_steps, kernel)
 
     return jax.jit(jax.vmap(one_chain, in_axes=(0, None, None)))
 
@@ -157,15 +190,19 @@ def pmcmc_runner(view, num_particles: int, num_warmup: int, num_samples: int, nu
         "params": None,
     },
     summary="Particle Gibbs over trajectories (PGAS) and parameters (adaptive random-walk MH); Frigola et al. 2013",
+    alternatives=({pgas_marginal.VIEW},),
 )
 def pmcmc(spec, dataset, key, timer, **options) -> EngineOutput:
     """posterior: every parameter site (chain, draw, *shape) and ``states`` (chain, draw, K, T, D); ``params`` is the
     starting point; sample_stats ``acceptance_rate``: mean MH acceptance probability of the draw's theta move."""
-    view = spec.views["state_space"]
     check_num_particles(options["num_particles"])
-    check_fully_adapted(view)
+    if "state_space" in spec.views:
+        view, kernel = spec.views["state_space"], MARKOV
+        check_fully_adapted(view)
+    else:  # the non-Markov full GP-SSM
+        view, kernel = spec.views[pgas_marginal.VIEW], MARGINAL_GP
     runner = pmcmc_runner(
-        view, options["num_particles"], options["num_warmup"], options["num_samples"], options["num_steps"]
+        view, options["num_particles"], options["num_warmup"], options["num_samples"], options["num_steps"], kernel
     )
     keys = jax.random.split(key, options["num_chains"])
     draws, states, accept = timer.call(runner, keys, dict(options["params"]), observed_args(dataset))
