@@ -44,9 +44,25 @@ def _steps(states: Array, lengths: Array, u: Array | None):
     return prev, u[:, :-1].reshape(K * (T - 1), u.shape[-1])[keep], nxt
 
 
+def one_step_scores(predict, states: Array, lengths: Array, u: Array | None, true_obs_var: Array) -> np.ndarray:
+    """Eq. 3.75 per test trajectory, averaged over its transitions: (K,). ``predict(x_prev (D,), u_prev (U,)) ->
+    (mean (D,), cov (D, D))`` is the model's predictive of x_t given the true x_{t-1}."""
+    states = np.asarray(states)
+    K, T, _ = states.shape
+    u = np.zeros((K, T, 0)) if u is None else np.asarray(u)
+    obs_var = jnp.asarray(true_obs_var)
+
+    def score(x, uu, x_next):
+        mean, cov = predict(x, uu)
+        return gaussian_score(mean, cov, x_next, obs_var)
+
+    per_step = jax.jit(jax.vmap(jax.vmap(score)))(states[:, :-1], u[:, :-1], states[:, 1:])  # (K, T-1)
+    mask = np.arange(1, T)[None, :] < np.asarray(lengths)[:, None]
+    return np.where(mask, np.asarray(per_step), 0.0).sum(1) / np.maximum(mask.sum(1), 1)
+
+
 def one_step_nlp(predict, states: Array, lengths: Array, u: Array | None, true_obs_var: Array) -> float:
-    """Mean over test transitions of eq. 3.75. ``predict(x_prev (D,), u_prev (U,)) -> (mean (D,), cov (D, D))`` is the
-    model's predictive of x_t given the true x_{t-1}."""
+    """Mean over all test transitions of eq. 3.75 (see ``one_step_scores`` for ``predict``)."""
     prev, u_prev, nxt = _steps(states, lengths, u)
     obs_var = jnp.asarray(true_obs_var)
 
@@ -165,9 +181,11 @@ def multi_step_scores(
 
 
 def ranks(scores: Mapping[str, np.ndarray]) -> dict[str, float]:
-    """Average rank of each method over trajectories (1 = lowest score = best; ties share ranks)."""
+    """Average rank of each method over trajectories (1 = lowest score = best; ties share ranks; a failed (NaN)
+    simulation ranks last)."""
     names = list(scores)
     table = np.stack([np.asarray(scores[n]) for n in names], axis=1)  # (K, methods)
+    table = np.where(np.isnan(table), np.inf, table)
     per_trajectory = np.apply_along_axis(rankdata, 1, table)
     return dict(zip(names, per_trajectory.mean(0).tolist(), strict=True))
 

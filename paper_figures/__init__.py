@@ -16,6 +16,7 @@ SCRIPTS: list[str] = [
     "mchutchon_square_wave",
     "mchutchon_sigmoid",
     "mchutchon_pgas_timing",
+    "mchutchon_learning",
     "franzese_svgp",
     "kaiser_dagp_noise_separation",
     "kaiser_dagp_multimodal",
