@@ -463,6 +463,7 @@ def plot(out: Path, rows: list[dict], curves: dict, grid: np.ndarray, problem_da
             ax.plot(grid, mean, "r", lw=1)
             ax.plot(X[:, 0], Y[:, 0], "b+", ms=3, alpha=0.5)
             ax.set_title(method, fontsize=9)
+            ax.set_ylim(-8.0, 8.0)
         fig.supxlabel("x_{t-1}")
         fig.supylabel("x_t")
         fig.tight_layout()
