@@ -41,6 +41,27 @@ def test_bad_options_raise(kwargs, match):
     assert issubclass(OptionError, ZooError)
 
 
+@pytest.mark.parametrize(
+    "config, match",
+    [
+        (dagp.DagpConfig(kernels=()), "num_modes"),  # K = 0 built directly, past dagp_config
+        (dagp.DagpConfig(temperature=0.0), "temperature"),
+        (dagp.DagpConfig(temperature=-1.0), "temperature"),
+        (dagp.DagpConfig(init_spread=-1.0), "init_spread"),
+        ({"kernels": ("se", "se")}, "DagpConfig"),
+    ],
+)
+def test_fit_rejects_bad_config_before_compiling(config, match):
+    """dagp.fit re-validates a config that skipped dagp_config, before its training run is built or compiled."""
+    X, y = np.linspace(-1.0, 1.0, 8)[:, None], np.zeros(8)
+    built = dagp._training_run.cache_info().misses
+    with pytest.raises(OptionError, match=match):
+        dagp.fit(X, y, X[:3], config, jax.random.PRNGKey(0), steps=5)
+    with pytest.raises(OptionError, match="steps"):
+        dagp.fit(X, y, X[:3], dagp.dagp_config(2), jax.random.PRNGKey(0), steps=0)
+    assert dagp._training_run.cache_info().misses == built
+
+
 def test_exact_program_sums_out_assignments():
     """dagp/exact: log p(y | f, alpha) equals the brute-force sum over all K^N assignments of
     prod_n softmax(alpha_n)_{a_n} N(y_n | f_n^(a_n), s_{a_n}^2) (N = 4, K = 3: 81 terms)."""

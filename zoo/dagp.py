@@ -110,7 +110,25 @@ def dagp_config(
         raise OptionError("dagp: at least one mode must have an 'se' kernel.")
     if any(len(p) != 2 or p[1] <= 0 for p in noise_prior) or any(v <= 0 for v in noise_init):
         raise OptionError("dagp: noise_prior entries are (loc, scale > 0) and noise_init entries must be > 0.")
+    if not isinstance(init_spread, int | float | np.floating) or not math.isfinite(init_spread) or init_spread < 0:
+        raise OptionError(f"dagp: init_spread must be a finite number >= 0, got {init_spread!r}.")
     return DagpConfig(kernels, float(temperature), bool(assignment_entropy), noise_prior, noise_init, init_spread)
+
+
+def validated(config: DagpConfig) -> DagpConfig:
+    """``config`` re-checked by ``dagp_config`` (a DagpConfig built directly skips the checks): OptionError for
+    K < 1 (no kernels), temperature <= 0 and the rest, raised before anything is traced or compiled."""
+    if not isinstance(config, DagpConfig):
+        raise OptionError(f"dagp: config must be a DagpConfig (see dagp_config), got {type(config).__name__}.")
+    return dagp_config(
+        config.num_modes,
+        config.kernels,
+        config.temperature,
+        config.assignment_entropy,
+        config.noise_prior,
+        config.noise_init,
+        config.init_spread,
+    )
 
 
 # Ambiguity 7: a LogNormal prior on the signal's noise variance centred near 0.15^2, and a free outlier mode.
@@ -318,8 +336,14 @@ class DagpFit(NamedTuple):
 def fit(
     X, y, Z, config: DagpConfig, key, steps: int = 3000, lr: float = 0.01, num_particles: int = 1, batch_size=None
 ) -> DagpFit:
-    """MAP/variational training of the DAGP program with its guide: Adam (``lr``, cosine-decayed to 5 %)."""
-    run = _training_run(config, steps, float(lr), num_particles, batch_size)
+    """MAP/variational training of the DAGP program with its guide: Adam (``lr``, cosine-decayed to 5 %).
+
+    Raises OptionError (before compiling) for an invalid config (``validated``) or steps < 1.
+    """
+    config = validated(config)
+    if isinstance(steps, bool) or not isinstance(steps, int | np.integer) or steps < 1:
+        raise OptionError(f"dagp: steps must be an integer >= 1, got {steps!r}.")
+    run = _training_run(config, int(steps), float(lr), num_particles, batch_size)
     params, elbo = run(key, jnp.asarray(X), jnp.asarray(Z), jnp.asarray(y))
     return DagpFit(params, elbo, config)
 
@@ -429,6 +453,38 @@ def dagp_exact(X, y=None, num_modes: int = 2):
     alpha = numpyro.deterministic("alpha", jax.vmap(non_centred)(avar, als, a_white))
     components = dist.Normal(f.T, jnp.sqrt(noise))
     numpyro.sample("y", dist.MixtureSameFamily(dist.Categorical(logits=alpha.T), components), obs=y)
+
+
+def _conditional_from_white(variance, lengthscale, white, X, X_new) -> tuple[Array, Array]:
+    """g(X_new) | g(X) = L w for one SE GP: mean A^T w and variance k(x*, x*) - ||a_*||^2 with A = L^{-1} K(X, X_new)
+    (L the jittered Cholesky of K(X, X), as in ``dagp_exact``). white (N,) -> (n,), (n,)."""
+    kernel = SquaredExponential(variance, lengthscale)
+    A = jax.scipy.linalg.solve_triangular(gp.cholesky(kernel(X)), kernel(X, X_new), lower=True)
+    return A.T @ white, jnp.maximum(kernel.diag(X_new) - jnp.sum(A**2, 0), 0.0)
+
+
+def exact_predict(draws: dict, X, X_new, key, num_alpha_samples: int = 32) -> DagpPrediction:
+    """The predictive mixture (3.8) of ``dagp/exact`` for each posterior draw: a DagpPrediction with a leading draw
+    axis: mean, f_var (S, n, K) of f_*^(k) | f^(k); noise (S, K); weights E[softmax(alpha_*) | alpha] (S, n, K) by
+    ``num_alpha_samples`` Monte-Carlo draws of alpha_* | alpha.
+
+    draws: the sites of ``dagp_exact`` flattened over chains, ``lengthscale`` ... ``noise`` (S, K), ``f_white`` and
+    ``alpha_white`` (S, K, N); X (N, D) the training inputs, X_new (n, D).
+    """
+    X, X_new = jnp.asarray(X), jnp.asarray(X_new)
+    per_mode = jax.vmap(jax.vmap(_conditional_from_white, (0, 0, 0, None, None)), (0, 0, 0, None, None))
+    f_mean, f_var = per_mode(draws["variance"], draws["lengthscale"], draws["f_white"], X, X_new)  # (S, K, n)
+    a_mean, a_var = per_mode(draws["alpha_variance"], draws["alpha_lengthscale"], draws["alpha_white"], X, X_new)
+    eps = jax.random.normal(key, (num_alpha_samples, *a_mean.shape))
+    weights = jax.nn.softmax(a_mean + jnp.sqrt(a_var) * eps, 1).mean(0)  # softmax over the mode axis
+    swap = partial(jnp.swapaxes, axis1=1, axis2=2)
+    return DagpPrediction(swap(f_mean), swap(f_var), jnp.asarray(draws["noise"]), swap(weights))
+
+
+def posterior_mixture_log_density(preds: DagpPrediction, y) -> Array:
+    """log (1/S) sum_s p_s(y_n | x_n): the posterior predictive of per-draw mixtures (``exact_predict``) (n,)."""
+    per_draw = jax.vmap(mixture_log_density, (0, None))(preds, y)  # (S, n)
+    return logsumexp(per_draw, 0) - jnp.log(per_draw.shape[0])
 
 
 # ----------------------------------------------------------------------------------------------------------------
