@@ -19,8 +19,9 @@ Ranks (Table 3.7) are over the methods of the thesis's table that we ran (GP, NI
 PGAS-EM); a second column ranks all our methods. Timings: ``run_s`` excludes XLA compilation, reported apart; the
 thesis ran Matlab with up to 6 threads, we run on this machine's CPU cores.
 Deviations: PF learning uses ``pf-ml`` with the thesis's path-accumulated Fisher score (Algorithm 4) but Adam
-(averaging the second half of the iterates) rather than the derivative-only quasi-Newton of Algorithm 5; the cart-pole settings are reduced in the full run where stated in
-``settings``; one repeat per stochastic method unless ``repeats`` says more.
+(averaging the second half of the iterates) rather than the derivative-only quasi-Newton of Algorithm 5; the
+cart-pole settings are reduced in the full run where stated in ``settings``; one repeat per stochastic method
+unless ``repeats`` says more.
 """
 
 import time
@@ -401,23 +402,19 @@ def main(quick: bool, out: Path) -> None:
     for system, sizes in cfg["systems"].items():
         methods = cfg["methods"] if system == "kink" else cfg["methods_cartpole"]
         rows += run_system(make_problem(system, sizes), available(methods), cfg["repeats"])
+    report(out, rows, make_problem("kink", cfg["systems"]["kink"]), time.perf_counter() - start)
+
+
+def report(out: Path, rows: list[dict], kink: Problem, wall_s: float) -> None:
+    """Write the CSVs, figures and the comparison from the rows of ``run_system``."""
     summary = summary_rows(rows)
     write_csv(out / "learning_summary.csv", summary)
-    write_csv(
-        out / "per_trajectory.csv",
-        [
-            {
-                "system": r["system"],
-                "method": r["method"],
-                "repeat": r["repeat"],
-                "trajectory": k,
-                "one_step": a,
-                "multi": b,
-            }
-            for r in rows
-            for k, (a, b) in enumerate(zip(r["one_step"], r["multi_step"], strict=True))
-        ],
-    )
+    per_trajectory = [
+        {"system": r["system"], "method": r["method"], "repeat": r["repeat"], "trajectory": i, "one": a, "multi": m}
+        for r in rows
+        for i, (a, m) in enumerate(zip(r["one_step"], r["multi_step"], strict=True))
+    ]
+    write_csv(out / "per_trajectory.csv", per_trajectory)
     grid = np.linspace(-3.0, 7.0, 201)
     curves = transition_curves(rows, grid) if any(r["system"] == "kink" for r in rows) else {}
     checked = claims(summary)
@@ -433,9 +430,8 @@ def main(quick: bool, out: Path) -> None:
             }
         )
     write_csv(out / "claims.csv", checked)
-    plot(out, rows, curves, grid, problem_data=make_problem("kink", cfg["systems"]["kink"]))
-    wall = time.perf_counter() - start
-    preamble = __doc__ + f"\nWall time of this run: {wall / 60:.1f} min.\n\n" + _markdown(checked)
+    plot(out, rows, curves, grid, problem_data=kink)
+    preamble = __doc__ + f"\nWall time of this run: {wall_s / 60:.1f} min.\n\n" + _markdown(checked)
     print(write_comparison(out, comparison(summary), preamble))
 
 
