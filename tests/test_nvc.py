@@ -11,6 +11,7 @@ from numpyro import handlers
 
 import inference
 import zoo
+from zoo import moments as mm
 from zoo import nvc
 from zoo import sparse as sp
 from zoo.errors import OptionError
@@ -58,6 +59,13 @@ def test_psi_statistics_match_monte_carlo():
             se = draws.std(0) / np.sqrt(n)
             assert np.all(np.abs(draws.mean(0) - exact) < 5 * se + 1e-12)
     np.testing.assert_allclose(psi.psi0, 1.3, rtol=1e-14)
+    # ... and they are zoo.moments' full-covariance expectations at a diagonal covariance.
+    for i in range(2):
+        nu, ell, Sigma = Z - mu[i], kernel.lengthscale, jnp.diag(var[i])
+        np.testing.assert_allclose(psi.psi1[i], mm._expected_kernel(nu, 1.3, ell, Sigma)[0], rtol=1e-12)
+        np.testing.assert_allclose(
+            psi.psi2[i], mm._expected_kernel_product(nu, nu, 1.3, 1.3, ell, ell, Sigma), rtol=1e-12
+        )
 
 
 def test_psi_statistics_at_zero_variance_are_the_kernel():
