@@ -56,6 +56,7 @@ from inference.api import EngineOutput, register_engine
 from inference.program import observed_args
 from zoo import ssm
 from zoo.errors import OptionError
+from zoo.gp import small_solve_lower
 
 Array = Any
 
@@ -135,20 +136,34 @@ def log_prob_each(make_dist: Callable, xs: Array, values: Array) -> Array:
     fast = shared_gaussian(make_dist, xs)
     if fast is None:
         values = jnp.broadcast_to(values, (xs.shape[0], *values.shape[-1:]))
-        return jax.vmap(lambda x, v: make_dist(x).log_prob(v))(xs, values)
+        if not isinstance(make_dist(xs[0]), dist.MultivariateNormal):
+            return jax.vmap(lambda x, v: make_dist(x).log_prob(v))(xs, values)
+        locs, tril = gaussian_each(make_dist, xs)  # per-particle scale: batched tiny solves (zoo.gp.small_*)
+        z = small_solve_lower(tril, values - locs)
+        half_log_det = jnp.sum(jnp.log(jnp.diagonal(tril, axis1=-2, axis2=-1)), -1)
+        return -0.5 * jnp.sum(z**2, -1) - half_log_det - 0.5 * locs.shape[-1] * jnp.log(2.0 * jnp.pi)
     locs, L = fast
     z = solve_triangular(L, (values - locs).T, lower=True)  # (D, N): one triangular solve for all particles
     half_log_det = jnp.sum(jnp.log(jnp.diagonal(L)))
     return -0.5 * jnp.sum(z**2, axis=0) - half_log_det - 0.5 * L.shape[0] * jnp.log(2.0 * jnp.pi)
 
 
+def gaussian_each(make_dist: Callable, xs: Array) -> tuple[Array, Array]:
+    """``(locs (N, D), scale_trils (N, D, D))`` of MultivariateNormals ``make_dist(x_i)`` with per-particle scales."""
+    return jax.vmap(lambda x: (make_dist(x).loc, make_dist(x).scale_tril))(xs)
+
+
 def sample_each(make_dist: Callable, key: jax.Array, xs: Array) -> Array:
-    """One draw (N, D) from each ``make_dist(x_i)``; shared-scale Gaussians by one matrix product."""
+    """One draw (N, D) from each ``make_dist(x_i)``; shared-scale Gaussians by one matrix product, other Gaussians as
+    loc_i + L_i z_i from one (N, D) standard normal draw (the law of per-particle ``.sample``, without N key splits)."""
     fast = shared_gaussian(make_dist, xs)
-    if fast is None:
-        return _sample_each(make_dist, key, xs)
-    locs, L = fast
-    return locs + jax.random.normal(key, locs.shape) @ L.T
+    if fast is not None:
+        locs, L = fast
+        return locs + jax.random.normal(key, locs.shape) @ L.T
+    if isinstance(make_dist(xs[0]), dist.MultivariateNormal):
+        locs, tril = gaussian_each(make_dist, xs)
+        return locs + jnp.einsum("nij,nj->ni", tril, jax.random.normal(key, locs.shape))
+    return _sample_each(make_dist, key, xs)
 
 
 def _moments(particles, log_weights):

@@ -46,3 +46,16 @@ def test_bayesian_linear_regression_equals_gp_with_linear_kernel():
     np.testing.assert_allclose(log_evidence, multivariate_normal(np.zeros(25), np.asarray(gram)).logpdf(y), rtol=1e-10)
     linear = Linear(variance=0.5).on([0]) + Linear(variance=2.0).on([1]) + Linear(variance=0.0, offset=1.0)
     np.testing.assert_allclose(linear(design), design @ prior_cov @ design.T, rtol=1e-12)
+
+
+def test_small_cholesky_and_solve_match_lapack():
+    """The unrolled factorisation and forward substitution for n <= UNROLL_MAX (batched) equal LAPACK's."""
+    rng = np.random.default_rng(0)
+    for n in (1, 2, 3, 4):
+        B = rng.normal(size=(5, n, n))
+        A = jnp.asarray(B @ np.swapaxes(B, 1, 2) + n * np.eye(n))
+        b = jnp.asarray(rng.normal(size=(5, n)))
+        L = gp.small_cholesky(A)
+        np.testing.assert_allclose(L, np.linalg.cholesky(np.asarray(A)), rtol=1e-12, atol=1e-12)
+        expected = np.linalg.solve(np.asarray(L), np.asarray(b)[..., None])[..., 0]
+        np.testing.assert_allclose(gp.small_solve_lower(L, b), expected, rtol=1e-10, atol=1e-12)

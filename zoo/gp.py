@@ -27,6 +27,40 @@ def cholesky(K: Array, jitter: float = JITTER) -> Array:
     return jnp.linalg.cholesky(add_jitter(K, jitter))
 
 
+# Tiny matrices (per-particle covariances of low-dimensional SSMs): unrolled in plain jnp so that a batch of N of them
+# is a few elementwise ops XLA fuses, not N LAPACK calls (on CPU a batched potrf/trsm is a loop of one LAPACK call per
+# matrix, the dominant cost of a particle step with per-particle covariances). Same algorithm, same rounding order.
+UNROLL_MAX = 3
+
+
+def small_cholesky(A: Array) -> Array:
+    """Lower Cholesky factor of A (..., n, n), no jitter: unrolled (Cholesky-Banachiewicz) for n <= UNROLL_MAX, else
+    LAPACK. Like ``jnp.linalg.cholesky``, NaN where A is not positive definite."""
+    n = A.shape[-1]
+    if n > UNROLL_MAX:
+        return jnp.linalg.cholesky(A)
+    L = [[jnp.zeros_like(A[..., 0, 0]) for _ in range(n)] for _ in range(n)]
+    for j in range(n):
+        L[j][j] = jnp.sqrt(A[..., j, j] - sum((L[j][k] ** 2 for k in range(j)), jnp.zeros_like(A[..., 0, 0])))
+        for i in range(j + 1, n):
+            dot = sum((L[i][k] * L[j][k] for k in range(j)), jnp.zeros_like(A[..., 0, 0]))
+            L[i][j] = (A[..., i, j] - dot) / L[j][j]
+    return jnp.stack([jnp.stack(row, -1) for row in L], -2)
+
+
+def small_solve_lower(L: Array, b: Array) -> Array:
+    """z with L z = b for lower-triangular L (..., n, n) and b (..., n): unrolled forward substitution for
+    n <= UNROLL_MAX, else ``solve_triangular``."""
+    n = L.shape[-1]
+    if n > UNROLL_MAX:
+        return solve_triangular(L, b[..., None], lower=True)[..., 0]
+    z = []
+    for i in range(n):
+        dot = sum((L[..., i, k] * z[k] for k in range(i)), jnp.zeros_like(b[..., 0]))
+        z.append((b[..., i] - dot) / L[..., i, i])
+    return jnp.stack(z, -1)
+
+
 def mvn_logpdf_chol(x: Array, mean: Array, L: Array) -> Array:
     """log N(x | mean, L L^T) for a lower Cholesky factor L."""
     alpha = solve_triangular(L, x - mean, lower=True)

@@ -40,13 +40,12 @@ import jax.numpy as jnp
 import numpy as np
 import numpyro
 import numpyro.distributions as dist
-from jax.scipy.linalg import cho_solve
 from numpyro import handlers
 from numpyro.contrib.control_flow import scan
 from numpyro.distributions.batch_util import promote_batch_shape
 
 from zoo.errors import DataError, OptionError
-from zoo.gp import cholesky
+from zoo.gp import small_cholesky, small_solve_lower
 from zoo.registry import Dataset, ModelSpec
 
 Array = Any
@@ -113,25 +112,25 @@ def gaussian_view(
 
     def initial(theta):
         m0, P0 = initial_moments(theta)
-        return dist.MultivariateNormal(m0, scale_tril=cholesky(P0, 0.0))
+        return dist.MultivariateNormal(m0, scale_tril=small_cholesky(P0))
 
     def transition(theta, x_prev, u_prev):
         mean, cov = transition_moments(theta, x_prev, u_prev)
-        return dist.MultivariateNormal(mean, scale_tril=cholesky(cov, 0.0))
+        return dist.MultivariateNormal(mean, scale_tril=small_cholesky(cov))
 
     def emission(theta, x):
         C, d, R = emission_matrices(theta)
-        return dist.MultivariateNormal(C @ x + d, scale_tril=cholesky(R, 0.0))
+        return dist.MultivariateNormal(C @ x + d, scale_tril=small_cholesky(R))
 
     def predictive(theta, x_prev, u_prev):
         mean, cov = transition_moments(theta, x_prev, u_prev)
         y_mean, y_cov, _ = _predict_observation(mean, cov, *emission_matrices(theta))
-        return dist.MultivariateNormal(y_mean, scale_tril=cholesky(y_cov, 0.0))
+        return dist.MultivariateNormal(y_mean, scale_tril=small_cholesky(y_cov))
 
     def proposal(theta, x_prev, u_prev, y_t):
         mean, cov = transition_moments(theta, x_prev, u_prev)
         post_mean, post_cov, _ = condition_on_observation(mean, cov, y_t, *emission_matrices(theta))
-        return dist.MultivariateNormal(post_mean, scale_tril=cholesky(post_cov, 0.0))
+        return dist.MultivariateNormal(post_mean, scale_tril=small_cholesky(post_cov))
 
     return StateSpaceView(
         state_dim=state_dim,
@@ -151,7 +150,7 @@ def _predict_observation(mean, cov, C, d, R):
     """y = C x + d + N(0, R) with x ~ N(mean, cov): mean (E,), cov (E, E), and the Cholesky factor of cov."""
     y_cov = C @ cov @ C.T + R
     y_cov = 0.5 * (y_cov + y_cov.T)
-    return C @ mean + d, y_cov, jnp.linalg.cholesky(y_cov)
+    return C @ mean + d, y_cov, small_cholesky(y_cov)
 
 
 def condition_on_observation(mean, cov, y, C, d, R):
@@ -161,11 +160,13 @@ def condition_on_observation(mean, cov, y, C, d, R):
     the Joseph form, which stays symmetric positive semi-definite in floating point.
     """
     y_mean, y_cov, L = _predict_observation(mean, cov, C, d, R)
-    gain = cho_solve((L, True), C @ cov).T  # G = cov C^T (C cov C^T + R)^-1, by solves (no inverse)
+    # G = cov C^T (C cov C^T + R)^-1 by two triangular solves per column of C cov (no inverse)
+    solve = jax.vmap(lambda col: small_solve_lower(L.T[::-1, ::-1], small_solve_lower(L, col)[::-1])[::-1], 1, 1)
+    gain = solve(C @ cov).T
     post_mean = mean + gain @ (y - y_mean)
     I_GC = jnp.eye(mean.shape[0]) - gain @ C
     post_cov = I_GC @ cov @ I_GC.T + gain @ R @ gain.T
-    resid = jax.scipy.linalg.solve_triangular(L, y - y_mean, lower=True)
+    resid = small_solve_lower(L, y - y_mean)
     log_lik = -0.5 * resid @ resid - jnp.sum(jnp.log(jnp.diagonal(L))) - 0.5 * y.shape[0] * jnp.log(2.0 * jnp.pi)
     return post_mean, 0.5 * (post_cov + post_cov.T), log_lik
 
