@@ -8,7 +8,7 @@ Assumed defaults (notes 6 item 6 and sec. 5): one synthetic warped function, y =
 ``deep_gp`` data of the zoo), x ~ U[-pi, pi] with the interval (0.4, 1.2) held out (a gap where the function sits on
 its upper plateau, so the posterior must interpolate), N = 200 (quick: 80), M = 20 (quick: 10) inducing points per
 layer at k-means centres, two layers, SE kernels. NVC (``deep_gp/nvc``, engine ``nvc``: MAP-II on the corrected
-analytic bound, zero-mean layers, inner layer initialised to the identity, Adam lr 0.03, 3000 steps; quick 600) and
+analytic bound, zero-mean layers, inner layer initialised to the identity, Adam lr 0.03, 5000 steps; quick 1500) and
 DSVI (``deep_gp/dsvi``, engine ``svi`` with the model's guide: identity inner mean, MAP hyperparameters, Adam lr 0.01,
 6000 steps with 2 samples; quick lr 0.02, 1000 steps with 1 -- under-converged, its noise stays high) are fitted to
 the same data. Bands are for the latent f on a grid;
@@ -38,8 +38,8 @@ NOISE_STD = 0.05
 GAP = (0.4, 1.2)
 NUM_PRED_SAMPLES = 300
 # DSVI diverges at lr 0.03 here (its ELBO estimate blows up); NVC's deterministic bound takes it.
-QUICK = {"nvc_steps": 600, "nvc_lr": 0.03, "dsvi_steps": 1000, "dsvi_lr": 0.02, "dsvi_particles": 1}
-FULL = {"nvc_steps": 3000, "nvc_lr": 0.03, "dsvi_steps": 6000, "dsvi_lr": 0.01, "dsvi_particles": 2}
+QUICK = {"nvc_steps": 1500, "nvc_lr": 0.03, "dsvi_steps": 1000, "dsvi_lr": 0.02, "dsvi_particles": 1}
+FULL = {"nvc_steps": 5000, "nvc_lr": 0.03, "dsvi_steps": 6000, "dsvi_lr": 0.01, "dsvi_particles": 2}
 
 
 def make_data(quick: bool):

@@ -129,12 +129,11 @@ def layer_moments(layer: NVCLayer, mu: Array, var: Array) -> LayerMoments:
     """Moments of f_l(h_n) under q(v_l) and h_n ~ N(mu_n, diag(var_n)) (module docstring): fields (N, W_out)."""
     psi = psi_statistics(layer.kernel, layer.Z, mu, var)
     Luu = gp.cholesky(layer.kernel(layer.Z))
-    N, M = psi.psi1.shape
-    P = solve_triangular(Luu, psi.psi1.T, lower=True).T  # (N, M): rows p_n = L^{-1} Psi_n
-    # Phi~_n = L^{-1} Phi_n L^{-T} for all n with two solves of M x (N M) right-hand sides.
-    B = solve_triangular(Luu, psi.psi2.transpose(1, 0, 2).reshape(M, N * M), lower=True)  # L^{-1} Phi_n
-    B = B.reshape(M, N, M).transpose(2, 1, 0).reshape(M, N * M)  # (L^{-1} Phi_n)^T stacked along columns
-    Phi = solve_triangular(Luu, B, lower=True).reshape(M, N, M).transpose(1, 2, 0)  # (N, M, M)
+    # L^{-1} by one triangular solve against I (M x M): XLA's CPU triangular solve slows ~1000x once the right-hand
+    # side has a few hundred columns (N M of them here), while applying the triangular factor's inverse is a matmul.
+    Linv = solve_triangular(Luu, jnp.eye(Luu.shape[0]), lower=True)
+    P = psi.psi1 @ Linv.T  # (N, M): rows p_n = L^{-1} Psi_n
+    Phi = jnp.einsum("ai,nij,bj->nab", Linv, psi.psi2, Linv)  # (N, M, M): L^{-1} Phi_n L^{-T}
     titsias = psi.psi0 - jnp.trace(Phi, axis1=1, axis2=2)
 
     def one_output(m, R):
