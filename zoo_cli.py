@@ -39,7 +39,7 @@ def cmd_list(args) -> int:
     print("\nEngines:")
     for name in inference.engine_names():
         engine = inference.get_engine(name)
-        needs = ", ".join(sorted(engine.requires))
+        needs = " | ".join(", ".join(sorted(r)) for r in (engine.requires, *engine.alternatives))
         print(f"  {name:14s} {engine.summary} [needs: {needs}]")
     return 0
 
