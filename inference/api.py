@@ -186,7 +186,8 @@ def run(
     spec = zoo.get(model)
     chosen = get_engine(engine)
     if not fits(chosen, spec):
-        missing = ", ".join(sorted(chosen.requires - spec.capabilities))
+        options = (chosen.requires, *chosen.alternatives)
+        missing = " or ".join(", ".join(sorted(needs - spec.capabilities)) for needs in options)
         raise IncompatibleEngineError(
             f"engine {engine!r} needs {missing}, which model {spec.name!r} does not offer; "
             f"engines that fit: {', '.join(engines_for(spec)) or 'none'}."
