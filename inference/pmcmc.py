@@ -28,7 +28,8 @@ The state block is a ``TrajectoryKernel``: ``MARKOV`` for state-space views (Mar
 histories and weights ancestors by the marginalised-GP density of the joined path (``inference.pgas_marginal``);
 there p(x_{1:T}, y_{1:T} | theta) in step 2 is the M9 joint (eq. 3.27) plus the emission -- Frigola et al.'s
 fully Bayesian GP-SSM proper. All K trajectories share theta; each chain starts at ``params`` (model defaults) and
-its own PF reference. Compiled once per (view, sizes, parameter names); params and data are arguments.
+its own starting reference (a PF path; for the marginal kernel the observations). Compiled once per (view, sizes,
+parameter names); params and data are arguments.
 """
 
 from collections.abc import Callable
