@@ -26,8 +26,9 @@ Unobserved (padded) steps: resampling weights W, proposal = the predictive.
 
 Densities: both p(x^j_{1:t-1}, x'_{t:T}) and p(x^j_{1:t-1}) are the exact marginal-GP joint of M9 (eq. 3.27, p(x_1)
 cancels), evaluated by one Cholesky factorisation each of the (T-1) x (T-1) kernel matrix of the path, the
-history's inactive coordinates masked to the identity (``zoo.gpssm.transition_factors``). No truncation of the
-ancestor weights (Lindsten et al. discuss truncating them; unnecessary here). Cost O(N T^4 D) per sweep, against
+history's inactive coordinates masked to the identity (``zoo.gpssm.transition_factors``); the history's factor also
+gives its predictive (``history_terms``), so a step costs two factorisations per particle and output. No truncation
+of the ancestor weights (Lindsten et al. discuss truncating them; unnecessary here). Cost O(N T^4 D) per sweep, against
 O(N T^3 D) for incremental Cholesky updates; chosen because T is small (10-20) in the GP-SSM experiments, the
 fixed-shape masked factorisation vectorises over particles and steps without dynamic shapes, and the weights are
 then literally the ratio of two evaluations of the program's own density (tested against NumPyro's log_density).
@@ -59,8 +60,9 @@ def adapted_initial(theta, key, y1, observed, num_particles: int):
 
 
 def predictive_each(view, theta, histories, u, t):
-    """p(x_t | x^i_{1:t-1}) for every particle: histories (N, T, D), u (T, U), 0-based t >= 1 -> mean, var (N, D)."""
-    return jax.vmap(lambda h: view.history_predictive(theta, h, u, t))(histories)
+    """p(x_t | x^i_{1:t-1}) for every particle: histories (N, T, D), u (T, U), 0-based t >= 1 -> mean, var (N, D),
+    and each history's own density log p(x^i_{2:t-1} | x^i_1) (N,) (one factorisation per particle for both)."""
+    return jax.vmap(lambda h: view.history_terms(theta, h, u, t))(histories)
 
 
 def fully_adapted(mean, var, obs_var, y_t, observed):
@@ -78,21 +80,19 @@ def fully_adapted(mean, var, obs_var, y_t, observed):
     )
 
 
-def ancestor_log_weights(view, theta, histories, reference, u, t):
+def ancestor_log_weights(view, theta, histories, reference, u, t, history_log_density=None):
     """log p(x'_{t:T} | x^j_{1:t-1}) + const (N,) = log p(x^j_{1:t-1}, x'_{t:T}) - log p(x^j_{1:t-1}), the whole-history
     ancestor weights of non-Markov PGAS (Lindsten, Jordan & Schön 2014) under uniform W_{t-1}.
 
     histories (N, T, D) (entries from t on ignored), reference (T, D), u (T, U), 0-based t >= 1. Both terms are the
     M9 dynamics density (p(x_1) is common to both and dropped): the joined path over all T-1 transitions, the history
-    over its first t-1."""
+    over its first t-1 (``history_log_density`` (N,) when already computed, e.g. by ``predictive_each``)."""
     T = reference.shape[0]
     before = (jnp.arange(T) < t)[:, None]
-
-    def one(h):
-        joined = jnp.where(before, h, reference)
-        return view.dynamics_log_density(theta, joined, u, T - 1) - view.dynamics_log_density(theta, h, u, t - 1)
-
-    return jax.vmap(one)(histories)
+    joined = jax.vmap(lambda h: view.dynamics_log_density(theta, jnp.where(before, h, reference), u, T - 1))
+    if history_log_density is None:
+        history_log_density = jax.vmap(lambda h: view.dynamics_log_density(theta, h, u, t - 1))(histories)
+    return joined(histories) - history_log_density
 
 
 def conditional_smc_sweep(view, theta, key, reference, y, mask, u, num_particles: int):
@@ -108,10 +108,10 @@ def conditional_smc_sweep(view, theta, key, reference, y, mask, u, num_particles
     def step(histories, inputs):
         k, t = inputs
         k_anc, k_ref, k_prop = jax.random.split(k, 3)
-        mean, var = predictive_each(view, theta, histories, u, t)
+        mean, var, log_history = predictive_each(view, theta, histories, u, t)
         log_v, prop_mean, prop_var = fully_adapted(mean, var, theta.obs_var, y[t], mask[t])
         anc = resampling.multinomial(k_anc, jax.nn.softmax(log_v), N - 1)
-        log_as = ancestor_log_weights(view, theta, histories, reference, u, t)
+        log_as = ancestor_log_weights(view, theta, histories, reference, u, t, log_history)
         anc = jnp.append(anc, jax.random.categorical(k_ref, log_as).astype(anc.dtype))
         x = prop_mean[anc] + jnp.sqrt(prop_var[anc]) * jax.random.normal(k_prop, (N, D))
         return histories[anc].at[:, t].set(x.at[N - 1].set(reference[t])), None

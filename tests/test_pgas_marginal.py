@@ -119,6 +119,10 @@ def test_ancestor_weight_is_ratio_of_program_densities():
     ratio, sequential = jax.vmap(expected_weights)(histories)
     np.testing.assert_allclose(weights, ratio, rtol=1e-9, atol=1e-9)
     np.testing.assert_allclose(weights, sequential, rtol=1e-9, atol=1e-9)
+    # the sweep's path: the history's density from the predictive's own factorisation
+    _, _, log_history = pgas_marginal.predictive_each(view, theta, histories, u, t)
+    with_history = pgas_marginal.ancestor_log_weights(view, theta, histories, reference, u, t, log_history)
+    np.testing.assert_allclose(with_history, weights, rtol=1e-10, atol=1e-10)
 
 
 def test_pgas_kernel_leaves_exact_posterior_invariant():

@@ -389,24 +389,29 @@ def transition_factors(theta: FullGPSSMParams, path: Array, u: Array, num_transi
     return inputs, active, L, resid.T
 
 
+def _masked_log_density(L: Array, w: Array, active: Array) -> Array:
+    """sum_e log N(r_e; 0, L_e L_e^T) restricted to the active coordinates, from L (D, n, n) and the whitened
+    residuals w = L^{-1} r (D, n): the inactive coordinates (identity block, zero residual) are added back."""
+    half_log_det = jnp.sum(jnp.log(jnp.diagonal(L, axis1=-2, axis2=-1)))  # the identity block adds 0
+    return -0.5 * jnp.sum(w**2) - half_log_det - 0.5 * L.shape[0] * jnp.sum(active) * jnp.log(2.0 * jnp.pi)
+
+
 def dynamics_log_density(theta: FullGPSSMParams, path: Array, u: Array, num_transitions=None) -> Array:
     """log p(x_{2:n+1} | x_1) = sum_e log N(x_{2:n+1,e}; m_e(X^), K_e(X^, X^) + process_var_e I), n = num_transitions
     (default T-1, the whole path: M9 eq. 3.27 without p(x_1)); X^ = [x_{1:n}, u_{1:n}]. path (T, D), u (T, U) -> ()."""
-    n = path.shape[0] - 1
-    num_transitions = n if num_transitions is None else num_transitions
+    num_transitions = path.shape[0] - 1 if num_transitions is None else num_transitions
     _, active, L, r = transition_factors(theta, path, u, num_transitions)
-    inactive = n - jnp.sum(active)
-    per_output = jax.vmap(lambda re, Le: gp.mvn_logpdf_chol(re, jnp.zeros_like(re), Le))(r, L)
-    return jnp.sum(per_output) + 0.5 * inactive * path.shape[1] * jnp.log(2.0 * jnp.pi)
+    w = jax.vmap(lambda Le, re: jax.scipy.linalg.solve_triangular(Le, re, lower=True))(L, r)
+    return _masked_log_density(L, w, active)
 
 
-def history_predictive(theta: FullGPSSMParams, path: Array, u: Array, t) -> tuple[Array, Array]:
+def history_terms(theta: FullGPSSMParams, path: Array, u: Array, t) -> tuple[Array, Array, Array]:
     """The marginalised-GP sequential conditional p(x_t | x_{1:t-1}, u_{1:t-1}) (notes M9, eqs. 3.15-3.17 with the
     process noise added; Frigola, Lindsten, Schön & Rasmussen 2013, sec. 3) for one path (T, D) and 0-based step
-    t >= 1 (traceable); entries of ``path`` from t on are ignored. Per output e, a GP regression on the history's
-    t-1 transitions:
+    t >= 1 (traceable), and the history's own density log p(x_{2:t-1} | x_1) from the same factorisation; entries of
+    ``path`` from t on are ignored. Per output e, a GP regression on the history's t-1 transitions:
         mean_e = m_e(x^_{t-1}) + k_*^T (K + noise I)^{-1} r,  var_e = k_** + noise - k_*^T (K + noise I)^{-1} k_*,
-    k_* = k_e(X^_{1:t-2}, x^_{t-1}), by Cholesky solves. Returns mean (D,), var (D,)."""
+    k_* = k_e(X^_{1:t-2}, x^_{t-1}), by Cholesky solves. Returns mean (D,), var (D,), log density ()."""
     inputs, active, L, r = transition_factors(theta, path, u, t - 1)
     query = jnp.concatenate([path[t - 1], u[t - 1]])
     noise = effective_noise(theta)
@@ -415,10 +420,16 @@ def history_predictive(theta: FullGPSSMParams, path: Array, u: Array, t) -> tupl
         k = SquaredExponential(sf2, ell)(inputs, query[None])[:, 0] * active
         v = jax.scipy.linalg.solve_triangular(Le, k, lower=True)
         w = jax.scipy.linalg.solve_triangular(Le, re, lower=True)
-        return query @ a + b + v @ w, sf2 + ne - v @ v
+        return query @ a + b + v @ w, sf2 + ne - v @ v, w
 
     args = (theta.signal_var, theta.lengthscale, theta.mean_A, theta.mean_b, L, r, noise)
-    return jax.vmap(one_output)(*args)
+    mean, var, w = jax.vmap(one_output)(*args)
+    return mean, var, _masked_log_density(L, w, active)
+
+
+def history_predictive(theta: FullGPSSMParams, path: Array, u: Array, t) -> tuple[Array, Array]:
+    """p(x_t | x_{1:t-1}, u_{1:t-1}): mean (D,), var (D,) (``history_terms`` without the history's density)."""
+    return history_terms(theta, path, u, t)[:2]
 
 
 def full_log_joint(theta: FullGPSSMParams, states: Array, y: Array, mask: Array, u: Array) -> Array:
@@ -435,7 +446,8 @@ class MarginalGPSSMView:
 
     ``parameters(observed) -> theta`` (a NumPyro function: the program's parameter sites; ``ssm.bind`` fixes them);
     theta carries ``m0`` (D,), ``P0`` (D, D) of x_1 ~ N(m0, P0) and ``obs_var`` (D,) of y_t = x_t + N(0, diag(obs_var));
-    ``history_predictive(theta, path (T, D), u (T, U), t) -> (mean (D,), var (D,))`` of p(x_t | x_{1:t-1});
+    ``history_predictive(theta, path (T, D), u (T, U), t) -> (mean (D,), var (D,))`` of p(x_t | x_{1:t-1}) and
+    ``history_terms`` (the same plus log p(x_{2:t-1} | x_1), one factorisation);
     ``dynamics_log_density(theta, path, u, num_transitions)`` = log p(x_{2:n+1} | x_1); ``log_joint(theta, states,
     y, mask, u)`` = log p(x_{1:T}, y_{1:T} | theta) of one trajectory. The program is built from the same functions.
     """
@@ -444,6 +456,7 @@ class MarginalGPSSMView:
     control_dim: int
     parameters: Callable[..., FullGPSSMParams]
     history_predictive: Callable[..., tuple[Array, Array]] = history_predictive
+    history_terms: Callable[..., tuple[Array, Array, Array]] = history_terms
     dynamics_log_density: Callable[..., Array] = dynamics_log_density
     log_joint: Callable[..., Array] = full_log_joint
 
