@@ -60,8 +60,9 @@ def adapted_initial(theta, key, y1, observed, num_particles: int):
 
 
 def predictive_each(view, theta, histories, u, t):
-    """p(x_t | x^i_{1:t-1}) for every particle: histories (N, T, D), u (T, U), 0-based t >= 1 -> mean, var (N, D),
-    and each history's own density log p(x^i_{2:t-1} | x^i_1) (N,) (one factorisation per particle for both)."""
+    """p(x_t | x^i_{1:t-1}) for every particle (0-based index t >= 1: the state after the history histories[i, :t]):
+    histories (N, T, D), u (T, U) -> mean, var (N, D), and each history's own dynamics density (N,) (one
+    factorisation per particle for both)."""
     return jax.vmap(lambda h: view.history_terms(theta, h, u, t))(histories)
 
 

@@ -406,10 +406,10 @@ def dynamics_log_density(theta: FullGPSSMParams, path: Array, u: Array, num_tran
 
 
 def history_terms(theta: FullGPSSMParams, path: Array, u: Array, t) -> tuple[Array, Array, Array]:
-    """The marginalised-GP sequential conditional p(x_t | x_{1:t-1}, u_{1:t-1}) (notes M9, eqs. 3.15-3.17 with the
-    process noise added; Frigola, Lindsten, Schön & Rasmussen 2013, sec. 3) for one path (T, D) and 0-based step
-    t >= 1 (traceable), and the history's own density log p(x_{2:t-1} | x_1) from the same factorisation; entries of
-    ``path`` from t on are ignored. Per output e, a GP regression on the history's t-1 transitions:
+    """The marginalised-GP sequential conditional p(path[t] | path[:t], u[:t]) (notes M9, eqs. 3.15-3.17 with the
+    process noise added; Frigola, Lindsten, Schön & Rasmussen 2013, sec. 3) for one path (T, D) and a 0-based index
+    t >= 1 (traceable), and the history's own dynamics density log p(path[1:t] | path[0]) from the same factorisation;
+    entries of ``path`` from t on are ignored. Per output e, a GP regression on the history's t-1 transitions:
         mean_e = m_e(x^_{t-1}) + k_*^T (K + noise I)^{-1} r,  var_e = k_** + noise - k_*^T (K + noise I)^{-1} k_*,
     k_* = k_e(X^_{1:t-2}, x^_{t-1}), by Cholesky solves. Returns mean (D,), var (D,), log density ()."""
     inputs, active, L, r = transition_factors(theta, path, u, t - 1)
@@ -428,7 +428,7 @@ def history_terms(theta: FullGPSSMParams, path: Array, u: Array, t) -> tuple[Arr
 
 
 def history_predictive(theta: FullGPSSMParams, path: Array, u: Array, t) -> tuple[Array, Array]:
-    """p(x_t | x_{1:t-1}, u_{1:t-1}): mean (D,), var (D,) (``history_terms`` without the history's density)."""
+    """p(path[t] | path[:t], u[:t]): mean (D,), var (D,) (``history_terms`` without the history's density)."""
     return history_terms(theta, path, u, t)[:2]
 
 
@@ -446,8 +446,8 @@ class MarginalGPSSMView:
 
     ``parameters(observed) -> theta`` (a NumPyro function: the program's parameter sites; ``ssm.bind`` fixes them);
     theta carries ``m0`` (D,), ``P0`` (D, D) of x_1 ~ N(m0, P0) and ``obs_var`` (D,) of y_t = x_t + N(0, diag(obs_var));
-    ``history_predictive(theta, path (T, D), u (T, U), t) -> (mean (D,), var (D,))`` of p(x_t | x_{1:t-1}) and
-    ``history_terms`` (the same plus log p(x_{2:t-1} | x_1), one factorisation);
+    ``history_predictive(theta, path (T, D), u (T, U), t) -> (mean (D,), var (D,))`` of p(path[t] | path[:t]) and
+    ``history_terms`` (the same plus the history's dynamics density log p(path[1:t] | path[0]), one factorisation);
     ``dynamics_log_density(theta, path, u, num_transitions)`` = log p(x_{2:n+1} | x_1); ``log_joint(theta, states,
     y, mask, u)`` = log p(x_{1:T}, y_{1:T} | theta) of one trajectory. The program is built from the same functions.
     """
