@@ -15,6 +15,8 @@ from zoo.errors import unknown_name
 SCRIPTS: list[str] = [
     "mchutchon_square_wave",
     "mchutchon_sigmoid",
+    "mchutchon_kink_estep",
+    "mchutchon_random_estep",
     "mchutchon_pgas_timing",
     "mchutchon_learning",
     "franzese_svgp",

@@ -1,0 +1,371 @@
+"""McHutchon (2014) E3.3 / E3.7 on the kink: E-steps at fixed parameters -- Tables 3.1 / 3.2, Figs 3.31, 3.32, 3.33.
+
+Score: log density per data point of the TRUE latent states under each smoothing posterior (notes sec. 2.13).
+Methods: ADS (``ads``), MC-EP and IS-EP (``is-ep``, variants mc / is; self-normalised weights, damping 0.5, skip if
+ESS < 1 % of the samples, 4 EP iterations), PGAS (``pgas``, fully adapted CSMC with ancestor sampling; its draws
+summarised per step by a Gaussian fit and by a 3-component 1-D Gaussian mixture fitted by EM, as the thesis did), and
+NUTS on the latent states at the same fixed parameters (``nuts``; the gold standard, Gaussian and mixture fits).
+
+Assumptions (stated, not from the thesis): the kink function and noise split of notes sec. 5 item 1
+(``zoo.data.ssm_systems.kink``), trajectories of 20 steps; the model is the sparse GP-SSM ``gpssm/sparse`` at the
+FIXED parameters of ``benchmarks/kink_latent_density.py`` (15 pseudo-inputs on [-3, 6] with pseudo-targets f(X~),
+signal variance 9, lengthscale 1, the true process and observation noise) -- near the truth, so the comparison is
+about the posterior approximation, not about learning (the thesis used a learnt model; learning one by ``direct``
+would add its errors to every method alike). Every method sees the same model and data.
+
+Sizes (reduced for 2 shared CPU cores; PGAS costs ~5e-5 s per particle-sweep-step-trajectory here under load):
+* full: 10 trajectories (thesis: 100), EP with 10,000 samples (as the thesis), PGAS grid particles {10, 100, 500}
+  x samples {10, 100, 500} (thesis: {100, 500, 1000, 5000, 10000} x {10, 50, 100, 500, 1000}); a run with S samples
+  uses the first S sweeps after 50 warm-up sweeps of one chain of the largest S (so the sample axis costs one run per
+  particle count). PGAS "reference" for Tables 3.1/3.2 and Fig. 3.32 = the largest cell (500 particles, 500 samples;
+  thesis 10,000 / 1,000). NUTS: 2 chains x 500 warm-up x 500 draws on all trajectories jointly.
+* quick: 5 trajectories, EP with 1,000 samples, grid {10, 50} x {10, 50}, no NUTS (its compile alone is ~15 s).
+Tables 3.1 and 3.2 are single trajectories in the thesis (different ones); we report trajectory 0 and the mean and
+median over our trajectories. Fig. 3.31: the genealogy of a 10-particle fully adapted PF on trajectory 0.
+"""
+
+import time
+from pathlib import Path
+
+import jax
+import numpy as np
+from scipy.special import logsumexp
+from scipy.stats import norm
+
+import inference
+from benchmarks.kink_latent_density import PARAMS, PSEUDO_INPUTS
+from inference import pf
+from inference.program import observed_args
+from paper_figures._tables import read_published, write_comparison, write_csv
+from zoo import gpssm, ssm
+from zoo.data import ssm_systems
+
+DESCRIPTION = "McHutchon 2014 Tables 3.1/3.2, Figs 3.31-3.33 (E3.3, E3.7): kink E-steps ADS, MC-EP, IS-EP, PGAS, NUTS"
+SEED = 11
+
+
+def settings(quick: bool) -> dict:
+    if quick:
+        return {
+            "K": 5,
+            "ep_samples": 1000,
+            "ep_iters": 4,
+            "particles": (10, 50),
+            "samples": (10, 50),
+            "warmup": 10,
+            "nuts": None,
+            "nuts_K": 0,
+        }
+    return {
+        "K": 10,
+        "ep_samples": 10000,
+        "ep_iters": 4,
+        "particles": (10, 100, 500),
+        "samples": (10, 100, 500),
+        "warmup": 50,
+        "nuts": {"num_chains": 2, "num_warmup": 500, "num_samples": 500},
+        "nuts_K": 10,
+    }
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Scores
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def gaussian_scores(truth: np.ndarray, mean: np.ndarray, var: np.ndarray) -> np.ndarray:
+    """Per trajectory mean over steps of log N(x*_t; m_t, v_t): truth, mean, var (K, T) -> (K,)."""
+    return norm.logpdf(truth, mean, np.sqrt(var)).mean(1)
+
+
+def fit_gmm_1d(x: np.ndarray, num_components: int = 3, num_iters: int = 200) -> tuple[np.ndarray, ...]:
+    """EM for a 1-D Gaussian mixture, vectorised over rows: x (B, S) -> weights, means, variances (B, C).
+    Initialised at the 1/(2C), 3/(2C), ... quantiles; variances floored at 1e-3 x the row variance + 1e-6."""
+    B, S = x.shape
+    q = (np.arange(num_components) + 0.5) / num_components
+    means = np.quantile(x, q, axis=1).T
+    floor = 1e-3 * x.var(1, keepdims=True) + 1e-6
+    var = np.broadcast_to(x.var(1, keepdims=True) + 1e-6, (B, num_components)).copy()
+    w = np.full((B, num_components), 1.0 / num_components)
+    for _ in range(num_iters):
+        logp = np.log(w)[:, None, :] + norm.logpdf(x[:, :, None], means[:, None, :], np.sqrt(var)[:, None, :])
+        r = np.exp(logp - logsumexp(logp, axis=2, keepdims=True))  # (B, S, C)
+        nk = r.sum(1) + 1e-12
+        w = nk / S
+        means = np.einsum("bsc,bs->bc", r, x) / nk
+        var = np.maximum(np.einsum("bsc,bsc->bc", r, (x[:, :, None] - means[:, None, :]) ** 2) / nk, floor)
+    return w, means, var
+
+
+def gmm_scores(truth: np.ndarray, draws: np.ndarray) -> np.ndarray:
+    """Per trajectory mean over steps of log p_GMM,t(x*_t) with a 3-component mixture fitted to the draws at each
+    step: truth (K, T), draws (S, K, T) -> (K,)."""
+    S, K, T = draws.shape
+    w, m, v = fit_gmm_1d(draws.reshape(S, K * T).T)
+    logp = logsumexp(np.log(w) + norm.logpdf(truth.reshape(K * T, 1), m, np.sqrt(v)), axis=1)
+    return logp.reshape(K, T).mean(1)
+
+
+def draw_scores(truth: np.ndarray, draws: np.ndarray) -> dict[str, np.ndarray]:
+    """Gaussian and mixture fits of sample draws (S, K, T)."""
+    return {"gauss": gaussian_scores(truth, draws.mean(0), draws.var(0, ddof=1)), "gmm": gmm_scores(truth, draws)}
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Runs
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def problem(K: int):
+    data = ssm_systems.kink(jax.random.key(SEED), num_train=K, num_test=1)
+    spec = gpssm.sparse_gpssm_spec("figure/kink-sparse", lambda key: None, 1)
+    dataset = spec.validate({**data.observed, "pseudo_inputs": PSEUDO_INPUTS})
+    return spec, dataset, np.asarray(data.truth["states"])[..., 0]
+
+
+def subset(dataset, k: int):
+    obs = observed_args(dataset)
+    return {"y": np.asarray(obs["y"])[:k], "lengths": np.asarray(obs["lengths"])[:k], "pseudo_inputs": PSEUDO_INPUTS}
+
+
+def run_methods(spec, dataset, truth, cfg) -> tuple[dict, dict, dict]:
+    """scores {method: (K,)} (NUTS on the first nuts_K only), marginals for Fig 3.32, times {method: run_s}."""
+    scores, marginals, times = {}, {}, {}
+
+    def timed(name, **options):
+        idata = inference.run(spec, dataset if name != "nuts" else subset(dataset, cfg["nuts_K"]), **options)
+        times[name] = idata.posterior.attrs["run_s"]
+        times[name + " compile"] = idata.posterior.attrs["compile_s"]
+        return idata
+
+    ads = timed("ads", engine="ads", params=PARAMS, num_samples=10)
+    pe = ads.point_estimates
+    scores["ADS"] = gaussian_scores(truth, pe["states_mean"].values[0, ..., 0], pe["states_cov"].values[0, ..., 0, 0])
+    for variant, name in (("mc", "MC-EP"), ("is", "IS-EP")):
+        idata = timed(
+            name,
+            engine="is-ep",
+            params=PARAMS,
+            variant=variant,
+            num_samples=cfg["ep_samples"],
+            num_ep_iters=cfg["ep_iters"],
+            num_draws=10,
+        )
+        mean, var = (idata.point_estimates[k].values[0] for k in ("states_mean", "states_cov"))
+        scores[name] = gaussian_scores(truth, mean[..., 0], var[..., 0, 0])
+        marginals[name] = (mean[..., 0], var[..., 0, 0])
+        times[name + " skipped updates"] = int(idata.optimization["skipped_updates"].values.sum())
+    if cfg["nuts"] is None:
+        return scores, marginals, times
+    nuts = timed("nuts", engine="nuts", params=PARAMS, **cfg["nuts"])
+    draws = nuts.posterior[ssm.STATES].values[..., 0]  # (chain, draw, k, T)
+    draws = draws.reshape(-1, *draws.shape[2:])
+    nuts_truth = truth[: cfg["nuts_K"]]
+    for kind, value in draw_scores(nuts_truth, draws).items():
+        scores[f"NUTS ({kind})"] = value
+    times["nuts max r-hat"] = float(inference.diagnostics.az.rhat(nuts, var_names=[ssm.STATES])[ssm.STATES].max())
+    marginals["NUTS"] = draws
+    return scores, marginals, times
+
+
+def run_pgas_grid(spec, dataset, truth, cfg) -> tuple[list[dict], dict, dict]:
+    """One PGAS chain per particle count with max(samples) draws; S samples = its first S draws after warm-up.
+    rows: per (particles, samples, trajectory) Gaussian and mixture scores; ref: the largest cell's draws."""
+    rows, times, ref = [], {}, None
+    for P in cfg["particles"]:
+        idata = inference.run(
+            spec,
+            dataset,
+            engine="pgas",
+            params=PARAMS,
+            num_chains=1,
+            num_warmup=cfg["warmup"],
+            num_samples=max(cfg["samples"]),
+            num_particles=P,
+        )
+        times[f"pgas P={P}"] = idata.posterior.attrs["run_s"]
+        times[f"pgas P={P} compile"] = idata.posterior.attrs["compile_s"]
+        draws = idata.posterior[ssm.STATES].values[0, ..., 0]  # (S, K, T)
+        for S in cfg["samples"]:
+            sc = draw_scores(truth, draws[:S])
+            for k in range(truth.shape[0]):
+                rows.append(
+                    {"particles": P, "samples": S, "trajectory": k, **{f"pgas_{n}": v[k] for n, v in sc.items()}}
+                )
+        ref = draws
+    return rows, times, ref
+
+
+def genealogy(spec, dataset, num_particles: int = 10):
+    """Fig 3.31: particles (T, N) and ancestors (T, N) of a fully adapted PF on trajectory 0."""
+    view = spec.views["state_space"]
+    obs = observed_args(dataset)
+    theta = ssm.bind(view, PARAMS, obs)
+    y, mask, u = ssm.trajectories(obs)
+    run = jax.jit(lambda key: pf.particle_filter(view, theta, key, y[0], mask[0], u[0], num_particles))
+    out = run(jax.random.key(3))
+    return np.asarray(out.particles)[..., 0], np.asarray(out.ancestors)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Figure and comparison
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def plot(out: Path, truth, scores, marginals, grid_rows, pgas_ref, particles, ancestors, cfg) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(2, 2, figsize=(13, 9))
+    T = truth.shape[1]
+    steps = np.arange(1, T + 1)
+
+    ax = axes[0, 0]  # Fig 3.31: genealogy
+    N = particles.shape[1]
+    for t in range(T):
+        ax.plot(np.full(N, t + 1), particles[t], "o", color="0.6", ms=3)
+    for t in range(1, T):
+        for i in range(N):
+            ax.plot([t, t + 1], [particles[t - 1, ancestors[t, i]], particles[t, i]], color="0.85", lw=0.6)
+    for i in range(N):  # surviving lineages, traced back from the last step
+        idx, path = i, [particles[-1, i]]
+        for t in range(T - 1, 0, -1):
+            idx = ancestors[t, idx]
+            path.append(particles[t - 1, idx])
+        ax.plot(steps, path[::-1], color="C0", lw=1)
+    ax.plot(steps, truth[0], "rx", label="true latent")
+    ax.set(title=f"Fig 3.31: genealogy of a {N}-particle PF (blue: surviving paths)", xlabel="t", ylabel="x")
+    ax.legend()
+
+    ax = axes[0, 1]  # Fig 3.32: IS-EP vs PGAS per step
+    mean, var = marginals["IS-EP"]
+    rng = np.random.default_rng(0)
+    d = pgas_ref[:, 0]
+    ax.scatter(steps[None, :] + 0.15 * rng.standard_normal(d.shape), d, s=2, alpha=0.15, color="C1", label="PGAS draws")
+    ax.errorbar(steps, mean[0], 2 * np.sqrt(var[0]), fmt="o", color="C0", capsize=3, label="IS-EP mean +- 2 sd")
+    ax.plot(steps, truth[0], "rx", label="true latent")
+    ax.set(title="Fig 3.32: trajectory 0, IS-EP vs PGAS posterior", xlabel="t", ylabel="x")
+    ax.legend()
+
+    ax = axes[1, 0]  # Fig 3.33
+    isep = scores["IS-EP"]
+    boxes, labels = [], []
+    for P in cfg["particles"]:
+        for S in cfg["samples"]:
+            vals = np.array([r["pgas_gmm"] for r in grid_rows if r["particles"] == P and r["samples"] == S])
+            boxes.append(vals - isep)
+            labels.append(f"{P}/{S}")
+    ax.boxplot(boxes)
+    ax.set_xticks(range(1, len(labels) + 1), labels, rotation=60)
+    ax.axhline(0.0, color="k", lw=0.8)
+    ax.set(title="Fig 3.33: PGAS (3-comp. mixture) - IS-EP per trajectory", xlabel="particles / samples")
+    ax.set_ylabel("difference in log density per point")
+
+    ax = axes[1, 1]  # Tables 3.1/3.2 per trajectory (Fig 3.19 style)
+    names = [n for n in ("ADS", "MC-EP", "IS-EP", "PGAS (gmm)", "NUTS (gmm)") if n in scores]
+    data = [scores[n] for n in names]
+    ax.boxplot(data)
+    ax.set_xticks(range(1, len(names) + 1), names, rotation=20)
+    ax.set(title="Tables 3.1/3.2: log density of the true latents per point", ylabel="per trajectory")
+    fig.tight_layout()
+    fig.savefig(out / "mchutchon_kink_estep.png", dpi=110)
+    plt.close(fig)
+
+
+def _frac(a, b) -> str:
+    d = np.asarray(a) - np.asarray(b)
+    return f"{int((d > 0).sum())}/{d.size} trajectories, mean diff {d.mean():+.3f}"
+
+
+def comparison_rows(scores, grid_rows, cfg) -> list[dict]:
+    table = []
+    for p in read_published(__file__):
+        ours = scores.get(p["method"])
+        table.append(
+            {
+                "table": p["table"],
+                "method": p["method"],
+                "published (one trajectory)": p["published"],
+                "ours trajectory 0": float(ours[0]) if ours is not None else "not run",
+                "ours mean": float(np.mean(ours)) if ours is not None else "",
+                "ours median": float(np.median(ours)) if ours is not None else "",
+            }
+        )
+    for name in [n for n in ("PGAS (gauss)", "NUTS (gauss)", "NUTS (gmm)") if n in scores]:
+        table.append(
+            {
+                "table": "extra",
+                "method": name,
+                "published (one trajectory)": "",
+                "ours trajectory 0": float(scores[name][0]),
+                "ours mean": float(np.mean(scores[name])),
+                "ours median": float(np.median(scores[name])),
+            }
+        )
+    isep = scores["IS-EP"]
+
+    def cell(P, S):
+        return np.array([r["pgas_gmm"] for r in grid_rows if r["particles"] == P and r["samples"] == S])
+
+    Ps, Ss = cfg["particles"], cfg["samples"]
+    by_samples = np.mean([cell(P, Ss[-1]).mean() - cell(P, Ss[0]).mean() for P in Ps])
+    by_particles = np.mean([cell(Ps[-1], S).mean() - cell(Ps[0], S).mean() for S in Ss])
+    top = [f"P={P}: {_frac(cell(P, Ss[-1]), isep)}" for P in Ps]
+    claims = [
+        (
+            "sampling EP beats ADS on the kink (Table 3.1, Fig 3.19)",
+            f"MC-EP: {_frac(scores['MC-EP'], scores['ADS'])}; IS-EP: {_frac(isep, scores['ADS'])}",
+        ),
+        (
+            "PGAS beats ADS and IS-EP (Table 3.2)",
+            f"PGAS(gmm) vs ADS: {_frac(scores['PGAS (gmm)'], scores['ADS'])}; "
+            f"vs IS-EP: {_frac(scores['PGAS (gmm)'], isep)}",
+        ),
+        (
+            "number of samples matters more than number of particles (Fig 3.33)",
+            f"mean gain {Ss[0]}->{Ss[-1]} samples: {by_samples:+.3f}; {Ps[0]}->{Ps[-1]} particles: {by_particles:+.3f}",
+        ),
+        (f"~500 samples consistently better than IS-EP (Fig 3.33); ours at {Ss[-1]} samples", "; ".join(top)),
+    ]
+    if "NUTS (gmm)" in scores:
+        n = len(scores["NUTS (gmm)"])
+        claims.append(
+            (
+                "gold standard: NUTS vs IS-EP and PGAS (not in the thesis)",
+                f"NUTS(gmm) vs IS-EP: {_frac(scores['NUTS (gmm)'], isep[:n])}; "
+                f"vs PGAS(gmm): {_frac(scores['NUTS (gmm)'], scores['PGAS (gmm)'][:n])}",
+            )
+        )
+    for claim, ours in claims:
+        table.append(
+            {"table": "claim", "method": claim, "published (one trajectory)": "thesis", "ours trajectory 0": ours}
+        )
+    return table
+
+
+def main(quick: bool, out: Path) -> None:
+    out = Path(out)
+    cfg = settings(quick)
+    start = time.perf_counter()
+    spec, dataset, truth = problem(cfg["K"])
+    scores, marginals, times = run_methods(spec, dataset, truth, cfg)
+    grid_rows, grid_times, pgas_ref = run_pgas_grid(spec, dataset, truth, cfg)
+    times.update(grid_times)
+    ref = [r for r in grid_rows if r["particles"] == cfg["particles"][-1] and r["samples"] == cfg["samples"][-1]]
+    scores["PGAS (gmm)"] = np.array([r["pgas_gmm"] for r in ref])
+    scores["PGAS (gauss)"] = np.array([r["pgas_gauss"] for r in ref])
+    particles, ancestors = genealogy(spec, dataset)
+    per_traj = [
+        {"trajectory": k, **{name: float(v[k]) for name, v in scores.items() if k < len(v)}} for k in range(cfg["K"])
+    ]
+    write_csv(out / "numbers.csv", per_traj)
+    write_csv(out / "pgas_grid.csv", [{**r, "is_ep": float(scores["IS-EP"][r["trajectory"]])} for r in grid_rows])
+    plot(out, truth, scores, marginals, grid_rows, pgas_ref, particles, ancestors, cfg)
+    wall = time.perf_counter() - start
+    timing = ", ".join(f"{k}: {v:.3g}" if isinstance(v, float) else f"{k}: {v}" for k, v in times.items())
+    note = (
+        f"\nRun ({'quick' if quick else 'full'}): {cfg}.\nRun times (s) and diagnostics: {timing}. Wall {wall:.0f} s."
+    )
+    print(write_comparison(out, comparison_rows(scores, grid_rows, cfg), __doc__ + note))
