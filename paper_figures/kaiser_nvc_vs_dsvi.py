@@ -79,7 +79,7 @@ def fit_dsvi(X, y, Z, steps: int, particles: int, lr: float):
     point = {k: jnp.asarray(v.values[0]) for k, v in idata.point_estimates.items()}
     layers, noise = dg.layers_from_params(point, 2)
     elbo = idata.optimization["elbo"].values[0]
-    return layers, noise, float(np.mean(elbo[-100:])), idata.posterior.attrs["wall_s"]
+    return layers, noise, elbo, idata.posterior.attrs["wall_s"]
 
 
 def mixture_log_lik(means, variances, y, noise):
@@ -155,9 +155,14 @@ def main(quick: bool, out: Path) -> None:
                 "noise_std": float(jnp.sqrt(s2)),
             }
         )
+    # DSVI's ELBO estimate can run away to ~1e154 (seen at N = 200, lr 0.01, 2 samples): the guide's log q(v_1) of a
+    # collapsing inner-layer S_1 (diagonal of its Cholesky factor -> 0) loses all precision, -log q explodes and
+    # feeds back. Counted here, not hidden; the fitted predictive is still reported.
+    runaway = int(np.sum(~np.isfinite(dsvi_elbo) | (np.abs(dsvi_elbo) > 1e6)))
     extra = {
         "nvc_bound": nvc_bound,
-        "dsvi_elbo_last100": dsvi_elbo,
+        "dsvi_elbo_median_last100": float(np.median(dsvi_elbo[-100:])),
+        "dsvi_elbo_runaway_steps": runaway,
         "nvc_fit_wall_s": nvc_wall,
         "dsvi_fit_wall_s": dsvi_wall,
         "N": X.shape[0],
@@ -171,6 +176,7 @@ def main(quick: bool, out: Path) -> None:
     nvc_sd = by["NVC analytic (eq. 2.85)"]["mean_sd_f_grid"]
     dsvi_sd = by["DSVI samples"]["mean_sd_f_grid"]
     anc_sd = by["NVC ancestral samples"]["mean_sd_f_grid"]
+    moment_sd = by["NVC full moment match"]["mean_sd_f_grid"]
     under = nvc_sd < dsvi_sd and nvc_sd < anc_sd
     verdict = (
         f"{'AGREE' if under else 'DISAGREE'}: mean sd of f on the grid, NVC analytic {nvc_sd:.4f} vs ancestral "
@@ -179,8 +185,22 @@ def main(quick: bool, out: Path) -> None:
         f"{by['NVC ancestral samples']['mean_sd_f_gap']:.4f} / {by['DSVI samples']['mean_sd_f_gap']:.4f}; "
         f"test log-lik NVC analytic {by['NVC analytic (eq. 2.85)']['test_log_lik_y']:.3f} vs DSVI "
         f"{by['DSVI samples']['test_log_lik_y']:.3f}; 2-sd coverage of test y "
-        f"{by['NVC analytic (eq. 2.85)']['test_coverage_2sd_y']:.3f} vs {by['DSVI samples']['test_coverage_2sd_y']:.3f}"
+        f"{by['NVC analytic (eq. 2.85)']['test_coverage_2sd_y']:.3f} vs "
+        f"{by['DSVI samples']['test_coverage_2sd_y']:.3f}. The full moment match of the same fit gives "
+        f"{moment_sd:.4f} (= the sampled {anc_sd:.4f} up to MC error: with two layers the matched mean and variance "
+        "are exact), so the under-estimation is the terms eq. 2.85 drops, not the Gaussian message."
     )
+    ll_nvc, ll_moment = (by[k]["test_log_lik_y"] for k in ("NVC analytic (eq. 2.85)", "NVC full moment match"))
+    effect = "barely changes" if abs(ll_nvc - ll_moment) < 0.05 else "costs"
+    verdict += (
+        f" On noisy y it {effect} the test log-lik of the same fit ({ll_nvc:.3f} analytic vs {ll_moment:.3f} full "
+        "moment match)."
+    )
+    if runaway:
+        verdict += (
+            f" Caveat: DSVI's ELBO estimate ran away on {runaway} of {dsvi_elbo.size} steps (log q(v_1) of a "
+            "collapsing inner S_1; see numbers.csv), so its inner layer is close to deterministic."
+        )
     ours = {"nvc_underestimates_uncertainty": verdict}
     table = [
         {"quantity": p["quantity"], "published": p["published"], "ours": ours[p["quantity"]], "source": p["source"]}
