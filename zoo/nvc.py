@@ -12,8 +12,8 @@ N(m_l, S_l), S_l = R_l R_l^T, per output.
 
 Bound (the corrected eq. 2.84). Per layer, Psi-statistics under a diagonal Gaussian input N(mu_n, diag(var_n))
 (eq. 2.82, per point): psi_n = E[k(h_n, h_n)] = sf2, Psi_n = E[k(Z, h_n)] (M,), Phi_n = E[k(Z, h_n) k(h_n, Z)]
-(M, M) (``psi_statistics``; the SE closed forms of ``zoo.moments``). With p_n = L^{-1} Psi_n and
-Phi~_n = L^{-1} Phi_n L^{-T} (whitened), per point and output:
+(M, M) (``psi_statistics``: diagonal-input SE closed forms, equal to ``zoo.moments``' E[k], E[k k^T]). With
+p_n = L^{-1} Psi_n and Phi~_n = L^{-1} Phi_n L^{-T} (whitened), per point and output:
     mean_n = p_n^T m                                                    (= Psi K^{-1} m_u, eq. 2.85)
     s_n    = p_n^T S p_n                                                (= Psi K^{-1} S_u K^{-1} Psi^T, eq. 2.85)
     t_n    = psi_n - tr Phi~_n  +  m^T Phi~_n m - mean_n^2  +  tr(Phi~_n S) - s_n
