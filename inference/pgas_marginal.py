@@ -32,6 +32,9 @@ of the ancestor weights (Lindsten et al. discuss truncating them; unnecessary he
 O(N T^3 D) for incremental Cholesky updates; chosen because T is small (10-20) in the GP-SSM experiments, the
 fixed-shape masked factorisation vectorises over particles and steps without dynamic shapes, and the weights are
 then literally the ratio of two evaluations of the program's own density (tested against NumPyro's log_density).
+Measured (CPU, one trajectory): 13.5 ms per sweep at T = 20, N = 100; 0.7 ms at T = 10, N = 20. The engines'
+defaults (4 chains x 1100 sweeps) on all 20 kink trajectories therefore cost ~20 CPU-minutes: use fewer particles
+(ancestor sampling mixes well with N = 5-20) or fewer trajectories.
 """
 
 from functools import cache
