@@ -277,6 +277,8 @@ def rank_table(rows: list[dict], methods: tuple[str, ...]) -> dict[str, float]:
     for r in rows:
         if r["method"] in methods:
             by_method.setdefault(r["method"], []).append(r["multi_step"])
+    if not by_method:
+        return {}
     reps = max(len(v) for v in by_method.values())
     ranks = []
     for rep in range(reps):  # repeat r of each stochastic method against the deterministic ones
