@@ -83,7 +83,7 @@ def settings(quick: bool) -> dict:
         "Direct": {"num_steps": 750},
         "ADS-EM": {"num_steps": 20},
         "IS-EP-EM": {"num_samples": 10, "num_ep_iters": 4, "num_steps": 6},
-        "PF": {"num_particles": 5000, "num_steps": 250, "score": "path"},
+        "PF": {"num_particles": 1000, "num_steps": 250, "score": "path"},  # thesis: 5000 particles
         "PGAS-EM": {"num_samples": 10, "num_steps": 20, "num_particles": 100},
         "PSAEM": {"num_samples": 10, "num_steps": 50, "num_particles": 100},
         "PMCMC": {"num_warmup": 500, "num_samples": 500, "num_particles": 50},
