@@ -434,7 +434,11 @@ def dagp_exact(X, y=None, num_modes: int = 2):
 
     Sites: ``lengthscale``, ``variance``, ``alpha_lengthscale``, ``alpha_variance`` (K,) each (1-D inputs use the
     same lengthscale for all dims), ``noise`` (K,), ``f_white`` (K, N), ``alpha_white`` (K, N); ``f``, ``alpha``
-    deterministic (K, N). Identical priors for every mode, so the posterior is symmetric under relabelling.
+    deterministic (K, N). Identical priors for every mode, so the posterior is symmetric under relabelling: NUTS
+    chains from overdispersed starts settle in different labellings, so R-hat across chains of a mode's f is large
+    while label-invariant quantities (sorted f's, the predictive mixture of ``exact_predict``) are not
+    (tests/test_dagp.py::test_label_switching_shows_in_rhat_across_chains, which also records that at N = 40 a chain
+    can get stuck in a "crossing" local mode, i.e. the posterior is not always unimodal up to labels).
     """
     config = dagp_config(num_modes)
     K, N = config.num_modes, X.shape[0]
@@ -476,7 +480,7 @@ def exact_predict(draws: dict, X, X_new, key, num_alpha_samples: int = 32) -> Da
     f_mean, f_var = per_mode(draws["variance"], draws["lengthscale"], draws["f_white"], X, X_new)  # (S, K, n)
     a_mean, a_var = per_mode(draws["alpha_variance"], draws["alpha_lengthscale"], draws["alpha_white"], X, X_new)
     eps = jax.random.normal(key, (num_alpha_samples, *a_mean.shape))
-    weights = jax.nn.softmax(a_mean + jnp.sqrt(a_var) * eps, 1).mean(0)  # softmax over the mode axis
+    weights = jax.nn.softmax(a_mean + jnp.sqrt(a_var) * eps, -2).mean(0)  # over the mode axis of (A, S, K, n)
     swap = partial(jnp.swapaxes, axis1=1, axis2=2)
     return DagpPrediction(swap(f_mean), swap(f_var), jnp.asarray(draws["noise"]), swap(weights))
 
