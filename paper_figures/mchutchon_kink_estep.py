@@ -303,7 +303,7 @@ def _frac(a, b) -> str:
     return f"{int((d > 0).sum())}/{d.size} trajectories, mean diff {d.mean():+.3f}"
 
 
-def comparison_rows(scores, grid_rows, cfg) -> list[dict]:
+def comparison_rows(scores, grid_rows, cfg, nuts_rhat: float | None = None) -> list[dict]:
     table = []
     for p in read_published(__file__):
         ours = scores.get(p["method"])
@@ -357,7 +357,8 @@ def comparison_rows(scores, grid_rows, cfg) -> list[dict]:
         n = len(scores["NUTS (gmm)"])
         claims.append(
             (
-                "gold standard: NUTS vs IS-EP and PGAS (not in the thesis)",
+                f"gold standard: NUTS vs IS-EP and PGAS (not in the thesis); NUTS max R-hat {nuts_rhat:.3g}"
+                + (" -- NOT CONVERGED, no gold standard here" if nuts_rhat is not None and nuts_rhat > 1.1 else ""),
                 f"NUTS(gmm) vs IS-EP: {_frac(scores['NUTS (gmm)'], isep[:n])}; "
                 f"vs PGAS(gmm): {_frac(scores['NUTS (gmm)'], scores['PGAS (gmm)'][:n])}",
             )
@@ -405,4 +406,4 @@ def run_regime(out: Path, cfg: dict, regime: str, quick: bool) -> tuple[list[dic
         f"\n\nRegime {regime} ({'quick' if quick else 'full'}): {cfg}.\nRun/compile times (s), diagnostics: {timing}. "
     )
     note += f"Wall {wall:.0f} s."
-    return comparison_rows(scores, grid_rows, cfg), note
+    return comparison_rows(scores, grid_rows, cfg, times.get("nuts max r-hat")), note
