@@ -22,6 +22,7 @@ SCRIPTS: list[str] = [
     "franzese_svgp",
     "kaiser_dagp_noise_separation",
     "kaiser_dagp_multimodal",
+    "kaiser_dagp_cartpole",
     "kaiser_nvc_vs_dsvi",
 ]
 
