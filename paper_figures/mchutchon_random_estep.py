@@ -16,8 +16,8 @@ is used with this predictor plugged into theta (what PGAS needs).
 
 Sizes (reduced for 2 shared CPU cores): full: D = 1..10, 3 systems per D (thesis 10), 5 test trajectories of 20
 steps per system, EP with 1,000 samples (thesis: 10,000), PGAS 100 particles x 100 samples after 20 warm-up sweeps
-(thesis Fig 3.34: up to 10,000 x 1,000); quick: D in {1, 2}, 2 systems, 3 trajectories, EP 500 samples, PGAS
-50 x 50. Systems of one D are vmapped, so each method compiles once per D.
+(thesis Fig 3.34: up to 10,000 x 1,000); quick (a smoke test, compile-bound): D = 2, 1 system, 2 trajectories,
+EP 500 samples x 2 iterations, PGAS 50 x 50. Systems of one D are vmapped, so each method compiles once per D.
 """
 
 import time
@@ -42,7 +42,7 @@ PAIRS = [("MC-EP", "ADS"), ("IS-EP", "ADS"), ("IS-EP", "MC-EP"), ("PGAS", "ADS")
 
 def settings(quick: bool) -> dict:
     if quick:
-        return {"dims": (1, 2), "systems": 2, "K": 3, "ep_samples": 500, "ep_iters": 4, "P": 50, "S": 50, "warmup": 10}
+        return {"dims": (2,), "systems": 1, "K": 2, "ep_samples": 500, "ep_iters": 2, "P": 50, "S": 50, "warmup": 10}
     return {
         "dims": tuple(range(1, 11)),
         "systems": 3,
