@@ -64,8 +64,8 @@ class Problem(NamedTuple):
 
 
 def settings(quick: bool) -> dict:
-    """Table 3.4's settings (full) or a smoke-sized variant (quick: the kink only, 6/6 trajectories, the analytic
-    learners only -- the particle learners' compilation alone takes minutes on 2 cores; their tests cover them)."""
+    """Table 3.4's settings (full) or a smoke-sized variant (quick: the kink only, 6/6 trajectories, AR1-GP, NIGP and
+    Direct only -- the EM and particle learners' compilation alone takes minutes on 2 cores; their tests cover them)."""
     if quick:
         return {
             "systems": {"kink": {"num_train": 6, "num_test": 6}},
@@ -73,7 +73,6 @@ def settings(quick: bool) -> dict:
                 "AR1-GP": {},
                 "NIGP": {},
                 "Direct": {"num_steps": 30},
-                "ADS-EM": {"num_steps": 2, "m_step_steps": 5},
             },
             "repeats": 1,
         }
