@@ -25,14 +25,21 @@ from inference import gpssm_metrics
 from zoo import gpssm, ssm
 from zoo.data import ssm_systems
 
+
+def fixed_kink_params(pseudo_inputs: np.ndarray) -> dict[str, np.ndarray]:
+    """Sparse GP-SSM parameters close to the kink's truth: pseudo-targets f(X~) at pseudo_inputs (M, 1), signal
+    variance 9, lengthscale 1, the true process and observation noise."""
+    return {
+        "lengthscale": np.array([[1.0]]),
+        "signal_var": np.array([9.0]),
+        "process_var": np.array([ssm_systems.KINK_PROCESS_VAR]),
+        "obs_var": np.array([ssm_systems.KINK_OBS_VAR]),
+        "pseudo_targets": np.asarray(ssm_systems.kink_function(pseudo_inputs.T)),
+    }
+
+
 PSEUDO_INPUTS = np.linspace(-3.0, 6.0, 15)[:, None]
-PARAMS = {
-    "lengthscale": np.array([[1.0]]),
-    "signal_var": np.array([9.0]),
-    "process_var": np.array([ssm_systems.KINK_PROCESS_VAR]),
-    "obs_var": np.array([ssm_systems.KINK_OBS_VAR]),
-    "pseudo_targets": np.asarray(ssm_systems.kink_function(PSEUDO_INPUTS.T)),
-}
+PARAMS = fixed_kink_params(PSEUDO_INPUTS)
 
 
 def kde_log_density(draws: np.ndarray, truth: np.ndarray) -> float:

@@ -16,6 +16,7 @@ from pathlib import Path
 import jax
 import numpy as np
 
+from benchmarks.kink_latent_density import fixed_kink_params
 from inference import pgas
 from inference.program import observed_args
 from paper_figures._tables import read_published, write_comparison, write_csv
@@ -25,13 +26,7 @@ from zoo.data import ssm_systems
 DESCRIPTION = "McHutchon 2014 Table 3.3: PGAS E-step wall-clock, particles x samples, vs the thesis's Matlab times"
 NUM_PSEUDO = 10
 PSEUDO_INPUTS = np.linspace(-3.0, 6.0, NUM_PSEUDO)[:, None]
-PARAMS = {
-    "lengthscale": np.array([[1.0]]),
-    "signal_var": np.array([9.0]),
-    "process_var": np.array([ssm_systems.KINK_PROCESS_VAR]),
-    "obs_var": np.array([ssm_systems.KINK_OBS_VAR]),
-    "pseudo_targets": np.asarray(ssm_systems.kink_function(PSEUDO_INPUTS.T)),
-}
+PARAMS = fixed_kink_params(PSEUDO_INPUTS)
 
 
 def settings(quick: bool) -> dict:
