@@ -74,16 +74,32 @@ def initial_reference(view, theta, key, y, mask, u, num_particles: int):
     return trace_path(out.particles, out.ancestors, jax.random.categorical(k_b, out.log_weights))
 
 
-def pgas_chain(view, theta, key, y, mask, u, num_particles: int, num_warmup: int, num_samples: int):
-    """One chain over K trajectories: y (K, T, E), mask (K, T), u (K, T, U) -> draws (num_samples, K, T, D)."""
+def pgas_chain(
+    view,
+    theta,
+    key,
+    y,
+    mask,
+    u,
+    num_particles: int,
+    num_warmup: int,
+    num_samples: int,
+    initial=initial_reference,
+    sweep=conditional_smc_sweep,
+):
+    """One chain over K trajectories: y (K, T, E), mask (K, T), u (K, T, U) -> draws (num_samples, K, T, D).
+
+    ``initial`` and ``sweep`` are the trajectory kernel's pieces (same signatures as ``initial_reference`` and
+    ``conditional_smc_sweep``); ``inference.pgas_marginal`` supplies the whole-history ones of the non-Markov GP-SSM.
+    """
     K = y.shape[0]
     k_init, k_run = jax.random.split(key)
-    init = jax.vmap(lambda k, yk, mk, uk: initial_reference(view, theta, k, yk, mk, uk, num_particles))
+    init = jax.vmap(lambda k, yk, mk, uk: initial(view, theta, k, yk, mk, uk, num_particles))
     reference = init(jax.random.split(k_init, K), y, mask, u)
-    sweep = jax.vmap(lambda k, r, yk, mk, uk: conditional_smc_sweep(view, theta, k, r, yk, mk, uk, num_particles))
+    sweep_all = jax.vmap(lambda k, r, yk, mk, uk: sweep(view, theta, k, r, yk, mk, uk, num_particles))
 
     def body(ref, k):
-        new = sweep(jax.random.split(k, K), ref, y, mask, u)
+        new = sweep_all(jax.random.split(k, K), ref, y, mask, u)
         return new, new
 
     _, draws = jax.lax.scan(body, reference, jax.random.split(k_run, num_warmup + num_samples))
@@ -91,13 +107,15 @@ def pgas_chain(view, theta, key, y, mask, u, num_particles: int, num_warmup: int
 
 
 @cache
-def pgas_runner(view, num_particles: int, num_warmup: int, num_samples: int):
+def pgas_runner(
+    view, num_particles: int, num_warmup: int, num_samples: int, initial=initial_reference, sweep=conditional_smc_sweep
+):
     """Jitted ``(keys (C,), params, observed) -> states (C, num_samples, K, T, D)``."""
 
     def one_chain(key, params, observed):
         theta = ssm.bind(view, params, observed)
         y, mask, u = ssm.trajectories(observed)
-        return pgas_chain(view, theta, key, y, mask, u, num_particles, num_warmup, num_samples)
+        return pgas_chain(view, theta, key, y, mask, u, num_particles, num_warmup, num_samples, initial, sweep)
 
     return jax.jit(jax.vmap(one_chain, in_axes=(0, None, None)))
 
@@ -119,14 +137,16 @@ def pgas(spec, dataset, key, timer, **options) -> EngineOutput:
     Models without a state-space view but with the ``marginal_gp_ssm`` view (the non-Markov full GP-SSM) run the
     whole-history kernel of ``inference.pgas_marginal``."""
     check_num_particles(options["num_particles"])
-    if "state_space" not in spec.views:
-        states = pgas_marginal.run_pgas(spec, dataset, key, timer, **options)
-    else:
+    sizes = (options["num_particles"], options["num_warmup"], options["num_samples"])
+    if "state_space" in spec.views:
         view = spec.views["state_space"]
         check_fully_adapted(view)
-        runner = pgas_runner(view, options["num_particles"], options["num_warmup"], options["num_samples"])
-        keys = jax.random.split(key, options["num_chains"])
-        states = timer.call(runner, keys, options["params"], observed_args(dataset))
+        runner = pgas_runner(view, *sizes)
+    else:
+        kernel = (pgas_marginal.initial_reference, pgas_marginal.conditional_smc_sweep)
+        runner = pgas_runner(spec.views[pgas_marginal.VIEW], *sizes, *kernel)
+    keys = jax.random.split(key, options["num_chains"])
+    states = timer.call(runner, keys, options["params"], observed_args(dataset))
     return EngineOutput(
         posterior={ssm.STATES: states},
         num_lik_evals=options["num_chains"] * (options["num_warmup"] + options["num_samples"]),

@@ -37,14 +37,11 @@ defaults (4 chains x 1100 sweeps) on all 20 kink trajectories therefore cost ~20
 (ancestor sampling mixes well with N = 5-20) or fewer trajectories.
 """
 
-from functools import cache
-
 import jax
 import jax.numpy as jnp
 from blackjax.smc import resampling
 from jax.scipy.stats import norm
 
-from inference.program import observed_args
 from zoo import ssm
 
 VIEW = "marginal_gp_ssm"
@@ -136,40 +133,3 @@ def log_joint(view, theta, states, observed):
     """log p(x_{1:T}, y_{1:T} | theta) summed over trajectories; states (K, T, D)."""
     y, mask, u = ssm.trajectories(observed)
     return jnp.sum(jax.vmap(lambda s, yk, mk, uk: view.log_joint(theta, s, yk, mk, uk))(states, y, mask, u))
-
-
-def pgas_chain(view, theta, key, y, mask, u, num_particles: int, num_warmup: int, num_samples: int):
-    """One chain over K trajectories: y (K, T, D), mask (K, T), u (K, T, U) -> draws (num_samples, K, T, D)."""
-    K = y.shape[0]
-    k_init, k_run = jax.random.split(key)
-    init = jax.vmap(lambda k, yk, mk, uk: initial_reference(view, theta, k, yk, mk, uk, num_particles))
-    reference = init(jax.random.split(k_init, K), y, mask, u)
-    sweep = jax.vmap(lambda k, r, yk, mk, uk: conditional_smc_sweep(view, theta, k, r, yk, mk, uk, num_particles))
-
-    def body(ref, k):
-        new = sweep(jax.random.split(k, K), ref, y, mask, u)
-        return new, new
-
-    _, draws = jax.lax.scan(body, reference, jax.random.split(k_run, num_warmup + num_samples))
-    return draws[num_warmup:]
-
-
-@cache
-def pgas_runner(view, num_particles: int, num_warmup: int, num_samples: int):
-    """Jitted ``(keys (C,), params, observed) -> states (C, num_samples, K, T, D)``."""
-
-    def one_chain(key, params, observed):
-        theta = ssm.bind(view, params, observed)
-        y, mask, u = ssm.trajectories(observed)
-        return pgas_chain(view, theta, key, y, mask, u, num_particles, num_warmup, num_samples)
-
-    return jax.jit(jax.vmap(one_chain, in_axes=(0, None, None)))
-
-
-def run_pgas(spec, dataset, key, timer, **options):
-    """The ``pgas`` engine's work on a ``marginal_gp_ssm`` view: states (C, S, K, T, D). Options are checked by the
-    engine before this is called."""
-    view = spec.views[VIEW]
-    runner = pgas_runner(view, options["num_particles"], options["num_warmup"], options["num_samples"])
-    keys = jax.random.split(key, options["num_chains"])
-    return timer.call(runner, keys, options["params"], observed_args(dataset))
