@@ -10,14 +10,13 @@ cell of the same row and marked so. The thesis ran Matlab on a quad-core i7 (up 
 this machine is (2 CPU cores in CI), so the ratio is hardware-dependent. Issue goal: >= 100x faster than the thesis.
 """
 
-import time
 from pathlib import Path
 
 import jax
 import numpy as np
 
 from benchmarks.kink_latent_density import fixed_kink_params
-from inference import pgas
+from benchmarks.pgas_timing import time_pgas_cell
 from inference.program import observed_args
 from paper_figures._tables import read_published, write_comparison, write_csv
 from zoo import gpssm
@@ -43,18 +42,6 @@ def kink_problem():
     return spec, observed_args(dataset)
 
 
-def time_cell(view, observed, num_particles: int, num_samples: int) -> tuple[float, float]:
-    """(compile_s, run_s) of one PGAS call drawing num_samples sweeps with num_particles particles."""
-    runner = pgas.pgas_runner(view, num_particles, 0, num_samples)
-    keys = jax.random.split(jax.random.key(1), 1)
-    start = time.perf_counter()
-    compiled = runner.lower(keys, PARAMS, observed).compile()
-    compile_s = time.perf_counter() - start
-    start = time.perf_counter()
-    jax.block_until_ready(compiled(keys, PARAMS, observed))
-    return compile_s, time.perf_counter() - start
-
-
 def timing_grid(cfg: dict) -> list[dict]:
     spec, observed = kink_problem()
     view = spec.views["state_space"]
@@ -67,7 +54,7 @@ def timing_grid(cfg: dict) -> list[dict]:
             if per_sample is not None and per_sample * S > cfg["max_cell_s"]:
                 row.update(run_s=per_sample * S, compile_s=float("nan"), extrapolated=True)
             else:
-                compile_s, run_s = time_cell(view, observed, N, S)
+                compile_s, run_s = time_pgas_cell(view, PARAMS, observed, N, S)
                 per_sample = run_s / S
                 row.update(run_s=run_s, compile_s=compile_s, extrapolated=False)
             row["speedup"] = row["thesis_s"] / row["run_s"]
