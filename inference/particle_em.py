@@ -28,7 +28,8 @@ M-step, maximising Q_j:
   does not depend on F~; we regress on F~ directly, the design being the Jacobian d m_f / d F~, which is the
   thesis's kappa K^{-1} with the model's own jitter); the remaining hyperparameters by ``m_step_steps`` Adam steps
   on Q (in the sites' unconstrained spaces), then F~ again for the new hyperparameters (a generalised EM step:
-  every update increases Q).
+  every update increases Q). Option ``pseudo_target_prior="gp"``: F~ by MAP under its GP prior instead of ML (a
+  deviation from the thesis for numerical stability; see ``closed_form_pseudo_targets``).
 * any other SSM view: Adam steps on Q for all learned sites.
 
 ``params``: the starting point (model defaults; for GP-SSMs the AR1-GP initialisation of Algorithm 1 fills what is
@@ -142,10 +143,18 @@ def linear_gaussian_m_step(params, fixed: frozenset, samples, weights, observed)
     return new
 
 
-def closed_form_pseudo_targets(view, params, samples, weights, observed):
+def closed_form_pseudo_targets(view, params, samples, weights, observed, gp_prior: bool = False):
     """argmax over F~ (D, M) of Q with the other sites fixed (eqs. 3.218-3.222, regressing on F~ directly): per
     output e, weighted least squares of x_{t,e} - m_e(x_{t-1}; F~ = 0) on d m_e / d F~_e with weights
-    w_b [t observed] / (s_e(x_{t-1}) + sigma_eps,e^2)."""
+    w_b [t observed] / (s_e(x_{t-1}) + sigma_eps,e^2).
+
+    ``gp_prior``: argmax of Q + log N(F~_e | m_e(X~), K_e(X~, X~)) instead (MAP-EM under the GP prior of FITC and of
+    ``gpssm/sparse-gp-prior``, McHutchon sec. 3.4.2). Why: the ML solve is ill-posed along directions of F~ that the
+    sampled transitions barely see (K_e has eigenvalues near its jitter for smooth kernels and 20 pseudo-points), and
+    there it returns |beta| = |K^{-1} F~| up to 1e12, which moment matching then cancels catastrophically; the thesis
+    reports the same instability (sec. 3.9: "solving for the pseudo-targets proved difficult to code in a numerically
+    stable manner"). The prior adds M rows to the regression in the whitened coordinates v_e (F~_e = m_e + L_e v_e,
+    K_e = L_e L_e^T): |v_e|^2 = (F~_e - m_e)^T K_e^{-1} (F~_e - m_e), no inverse formed."""
     y, mask, u = ssm.trajectories(observed)
     B, K, T, D = samples.shape
     F0 = params["pseudo_targets"]
@@ -162,10 +171,22 @@ def closed_form_pseudo_targets(view, params, samples, weights, observed):
     offset, var = jax.vmap(lambda xp, up: transition_moments(zero, xp, up))(x_prev, u_prev)  # (R, D) each
     design = jax.vmap(lambda xp, up: jax.jacfwd(lambda F: transition_moments(F, xp, up)[0])(zero))(x_prev, u_prev)
     w_rows = _weighted_rows(samples, weights, mask)[:, :, 1:].reshape(-1)
+    if gp_prior:
+        theta = ssm.bind(view, params, observed)
+        g = theta["gpssm"]
+        prior_mean = (g.pseudo_inputs @ g.mean_A.T + g.mean_b).T  # (D, M)
+        prior_chol = theta["predictor"].chol  # (D, M, M): K_e with the model's jitter
 
     def one_output(e):
         # the mean of output e depends on row e of F~ only (independent GPs)
-        return _weighted_regression(design[:, e, e, :], (x_next - offset)[:, e : e + 1], w_rows / var[:, e])[0]
+        X_e, r_e, w_e = design[:, e, e, :], (x_next - offset)[:, e], w_rows / var[:, e]
+        if not gp_prior:
+            return _weighted_regression(X_e, r_e[:, None], w_e)[0]
+        M = F0.shape[1]
+        inputs = jnp.concatenate([X_e @ prior_chol[e], jnp.eye(M)])
+        targets = jnp.concatenate([r_e - X_e @ prior_mean[e], jnp.zeros(M)])
+        v = _weighted_regression(inputs, targets[:, None], jnp.concatenate([w_e, jnp.ones(M)]))[0]
+        return prior_mean[e] + prior_chol[e] @ v
 
     return jnp.stack([one_output(e) for e in range(D)])
 
@@ -201,8 +222,9 @@ def gradient_m_step(view, params, names: tuple[str, ...], samples, weights, obse
     return {**params, **{n: transforms[n](phi[n]) for n in names}}
 
 
-def m_step(view, kind: str, params, learned: tuple[str, ...], samples, weights, observed, m_steps, lr):
-    """argmax (or an increase) of Q over the ``learned`` sites; kind: 'linear_gaussian', 'gp_ssm' or 'gradient'."""
+def m_step(view, kind: str, params, learned: tuple[str, ...], samples, weights, observed, m_steps, lr, gp_prior=False):
+    """argmax (or an increase) of Q over the ``learned`` sites; kind: 'linear_gaussian', 'gp_ssm' or 'gradient';
+    ``gp_prior``: the GP-SSM's pseudo-targets by MAP under their GP prior (``closed_form_pseudo_targets``)."""
     fixed = frozenset(params) - frozenset(learned)
     if kind == "linear_gaussian":
         return linear_gaussian_m_step(params, fixed, samples, weights, observed)
@@ -211,11 +233,17 @@ def m_step(view, kind: str, params, learned: tuple[str, ...], samples, weights, 
             params = {**params, "obs_var": closed_form_obs_var(samples, weights, observed)}
         closed = "pseudo_targets" in learned
         if closed:
-            params = {**params, "pseudo_targets": closed_form_pseudo_targets(view, params, samples, weights, observed)}
+            params = {
+                **params,
+                "pseudo_targets": closed_form_pseudo_targets(view, params, samples, weights, observed, gp_prior),
+            }
         rest = tuple(n for n in learned if n not in ("obs_var", "pseudo_targets"))
         params = gradient_m_step(view, params, rest, samples, weights, observed, m_steps, lr)
         if closed and rest:
-            params = {**params, "pseudo_targets": closed_form_pseudo_targets(view, params, samples, weights, observed)}
+            params = {
+                **params,
+                "pseudo_targets": closed_form_pseudo_targets(view, params, samples, weights, observed, gp_prior),
+            }
         return params
     return gradient_m_step(view, params, learned, samples, weights, observed, m_steps, lr)
 
@@ -239,7 +267,7 @@ def slot_weights(previous: Array, slot: Array, gamma: Array) -> Array:
 
 
 @cache
-def particle_em_runner(view, kind, learned, num_particles, num_samples, num_steps, num_slots, m_steps, lr):
+def particle_em_runner(view, kind, learned, num_particles, num_samples, num_steps, num_slots, m_steps, lr, gp_prior):
     """Jitted ``(keys (C,), start params, observed, gammas (num_steps,)) -> (params (C, ...), draws (C, S, K, T, D),
     q trace (C, num_steps))``: C independent EM runs. ``num_slots`` = 1 (PGAS-EM) or num_steps (PSAEM buffer)."""
 
@@ -263,7 +291,7 @@ def particle_em_runner(view, kind, learned, num_particles, num_samples, num_step
             weights = slot_weights(weights, slot, gamma)
             flat = buffer.reshape(num_slots * num_samples, K, T, D)
             per_sample = jnp.repeat(weights / num_samples, num_samples)
-            params = m_step(view, kind, params, learned, flat, per_sample, observed, m_steps, lr)
+            params = m_step(view, kind, params, learned, flat, per_sample, observed, m_steps, lr, gp_prior)
             q = monte_carlo_q(view, params, observed, flat, per_sample)
             return (params, draws[-1], buffer, weights), (q, draws)
 
@@ -308,6 +336,12 @@ def run_particle_em(spec, dataset, key, timer, options, full_steps: int | None, 
     learned = tuple(sorted(set(start) - set(fixed)))
     if int(options["m_step_steps"]) < 0:
         raise OptionError("m_step_steps must be >= 0")
+    if options["pseudo_target_prior"] not in PSEUDO_TARGET_PRIORS:
+        raise OptionError(
+            f"pseudo_target_prior must be one of {PSEUDO_TARGET_PRIORS}, got {options['pseudo_target_prior']!r}"
+        )
+    if options["pseudo_target_prior"] == "gp" and m_step_kind(spec) != "gp_ssm":
+        raise OptionError(f"pseudo_target_prior='gp' needs a sparse GP-SSM (pseudo-targets); {spec.name} has none")
     num_steps = options["num_steps"]
     runner = particle_em_runner(
         view,
@@ -319,6 +353,7 @@ def run_particle_em(spec, dataset, key, timer, options, full_steps: int | None, 
         1 if full_steps is None else num_steps,
         int(options["m_step_steps"]),
         float(options["learning_rate"]),
+        options["pseudo_target_prior"] == "gp",
     )
     gammas = jnp.asarray(step_sizes(num_steps, full_steps, exponent))
     keys = jax.random.split(key, options["num_chains"])
@@ -340,7 +375,9 @@ COMMON_DEFAULTS = {
     "learning_rate": 0.01,
     "params": None,
     "fixed": (),
+    "pseudo_target_prior": "none",
 }
+PSEUDO_TARGET_PRIORS = ("none", "gp")
 
 
 @register_engine(

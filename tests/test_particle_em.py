@@ -14,10 +14,12 @@ from functools import cache
 import jax
 import jax.numpy as jnp
 import numpy as np
+import numpyro.distributions as dist
 import pytest
 import scipy.optimize
 
 import inference
+import zoo
 from inference import kalman, particle_em
 from zoo import lgssm, ssm
 from zoo.errors import OptionError
@@ -115,6 +117,38 @@ def test_linear_gaussian_m_step_is_weighted_least_squares():
     assert new["C"] is params["C"]
 
 
+@pytest.mark.parametrize("gp_prior", [False, True])
+def test_gp_ssm_pseudo_targets_maximise_q(gp_prior):
+    """The closed-form pseudo-targets of the sparse GP-SSM are the stationary point of Q (ML) or of Q + log N(F~ |
+    m(X~), K(X~, X~)) (MAP, ``gp_prior``): the gradient there is ~0 against its size at the start, and nearby F~ are
+    worse. Samples: the observations of the kink plus noise (any trajectories define a valid Q)."""
+    spec = zoo.get("gpssm/sparse")
+    view = spec.views["state_space"]
+    observed = {k: jnp.asarray(v) for k, v in spec.simulate(jax.random.key(0)).observed.items()}
+    params = {k: jnp.asarray(v) for k, v in spec.views["gp_ssm"].initial_params(observed).items()}
+    y = jnp.where(jnp.isfinite(observed["y"]), observed["y"], 0.0)
+    samples = y[None] + 0.3 * jax.random.normal(jax.random.key(1), (3, *y.shape))
+    weights = jnp.array([0.5, 0.3, 0.2])
+
+    def objective(F):
+        q = particle_em.monte_carlo_q(view, {**params, "pseudo_targets": F}, observed, samples, weights)
+        if not gp_prior:
+            return q
+        theta = ssm.bind(view, params, observed)
+        g, L = theta["gpssm"], theta["predictor"].chol
+        mean = (g.pseudo_inputs @ g.mean_A.T + g.mean_b).T
+        return q + jnp.sum(jax.vmap(lambda m, l, f: dist.MultivariateNormal(m, scale_tril=l).log_prob(f))(mean, L, F))
+
+    F_star = jax.jit(particle_em.closed_form_pseudo_targets, static_argnums=(0, 5))(
+        view, params, samples, weights, observed, gp_prior
+    )
+    grad, objective = jax.jit(jax.grad(objective)), jax.jit(objective)
+    assert jnp.linalg.norm(grad(F_star)) < 1e-6 * jnp.linalg.norm(grad(params["pseudo_targets"]))
+    for k in range(3):
+        nearby = F_star + 0.05 * jax.random.normal(jax.random.key(10 + k), F_star.shape)
+        assert objective(nearby) < objective(F_star)
+
+
 def test_step_sizes_and_option_errors():
     gammas = particle_em.step_sizes(8, 3, 0.7)
     np.testing.assert_allclose(gammas, [1, 1, 1, 1, 2**-0.7, 3**-0.7, 4**-0.7, 5**-0.7])
@@ -129,3 +163,5 @@ def test_step_sizes_and_option_errors():
         inference.run(SPEC, data, engine="pgas-em", fixed=("nope",))
     with pytest.raises(OptionError, match="step_size_exponent"):
         inference.run(SPEC, data, engine="psaem", step_size_exponent=0.4)
+    with pytest.raises(OptionError, match="pseudo_target_prior"):
+        inference.run(SPEC, data, engine="pgas-em", pseudo_target_prior="gp")
