@@ -437,12 +437,18 @@ def analytic_em(spec, dataset, key, timer, **options) -> EngineOutput:
     """``num_steps`` EM iterations (Table 3.4: 20 for the 1-D kink, 3 for cart-pole); ``m_step_steps`` L-BFGS steps on
     sf2, lengthscales, process noise (and linear-mean weights) per M-step. traces: ``adf_log_lik`` (the ADF
     approximate log-likelihood at the start of each iteration) and ``q`` (the M-step objective after it)."""
+    return run_gp_ssm_em(spec, dataset, key, timer, options, options["num_samples"], ads_e_step)
+
+
+def run_gp_ssm_em(spec, dataset, key, timer, options, num_draws: int, e_step) -> EngineOutput:
+    """EM on a sparse GP-SSM with the analytic M-step and the given E-step (``em_runner``), shared by ``analytic-em``
+    and ``is-ep-em``: options ``num_steps``, ``m_step_steps``, ``params``."""
     if int(options["m_step_steps"]) < 1:
         raise OptionError("m_step_steps must be >= 1")
     gp_view = spec.views["gp_ssm"]
     init, fixed = _learned_and_fixed(gp_view, dataset, options["params"])
     names = tuple(sorted(n for n in init if n not in ("obs_var", "pseudo_targets")))
-    run = em_runner(gp_view, names, options["num_steps"], int(options["m_step_steps"]), options["num_samples"])
+    run = em_runner(gp_view, names, options["num_steps"], int(options["m_step_steps"]), num_draws, e_step)
     draws, mean, cov, learned, traces, log_lik = timer.call(run, key, init, fixed, observed_args(dataset))
     return EngineOutput(
         posterior={ssm.STATES: draws},

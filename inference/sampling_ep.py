@@ -62,7 +62,7 @@ from inference.moment_matching import (
     _outputs,
     _theta_pieces,
     adf_forward,
-    em_runner,
+    run_gp_ssm_em,
 )
 from inference.program import observed_args
 from zoo import moments, ssm
@@ -461,11 +461,6 @@ def is_ep_em(spec, dataset, key, timer, **options) -> EngineOutput:
     The M-step is ``analytic-em``'s (closed-form pseudo-targets and observation noise, ``m_step_steps`` L-BFGS steps
     on the rest). traces: adf_log_lik (GP-ADF log-likelihood at the start of each EM iteration) and q."""
     check_ep_options(options)
-    if int(options["m_step_steps"]) < 1:
-        raise OptionError("m_step_steps must be >= 1")
-    gp_view = spec.views["gp_ssm"]
-    init, fixed = _learned_and_fixed(gp_view, dataset, options["params"])
-    names = tuple(sorted(n for n in init if n not in ("obs_var", "pseudo_targets")))
     e_step = ep_e_step(
         options["variant"],
         options["num_samples"],
@@ -473,11 +468,4 @@ def is_ep_em(spec, dataset, key, timer, **options) -> EngineOutput:
         float(options["damping"]),
         float(options["min_ess"]),
     )
-    run = em_runner(gp_view, names, options["num_steps"], int(options["m_step_steps"]), options["num_draws"], e_step)
-    draws, mean, cov, learned, traces, log_lik = timer.call(run, key, init, fixed, observed_args(dataset))
-    return EngineOutput(
-        posterior={ssm.STATES: draws},
-        point_estimates={**learned, "states_mean": mean, "states_cov": cov},
-        traces=traces,
-        log_evidence=float(log_lik),
-    )
+    return run_gp_ssm_em(spec, dataset, key, timer, options, options["num_draws"], e_step)
