@@ -4,16 +4,37 @@ Data (notes 3.1): x ~ U[-3, 3], y = cos(pi x / 2) exp(-x^2 / 4) + N(0, 0.15^2), 
 U(-1, 3) outliers; N = 1000, rates 0/20/40/60/80 %; test: 1000 equally spaced points of the noiseless function.
 Model (as published): K = 2, an SE signal mode and a white-noise outlier mode, SE assignment GPs, M = 25 inducing
 points per GP, the paper's objective (no entropy of q(a_n)), Concrete-relaxed assignments.
-Defaults we chose (not in the text): Concrete temperature 0.5; noise prior LogNormal(log 0.02, 0.5) on the signal
-variance and LogNormal(log 2, 1) on the outlier variance (ambiguity 7); point masses (MAP) on hyperparameters; signal
-noise initialised at 0.3 and outlier noise at 2.0, q(u) means at 0, assignment logits at 0 (uniform); inducing inputs
-k-means of X; Adam, lr 0.03 cosine-decayed to 5 %, 1500 full-batch steps, one Monte-Carlo sample per step
-(--quick: N = 100, M = 10, rates 0 and 40 %, 200 steps).
+Defaults we chose (not in the text): Concrete temperature 0.5; noise prior LogNormal(log 0.02, 0.1) on the signal
+variance and LogNormal(log 2, 1) on the outlier variance (ambiguity 7; the text says only that the signal prior
+"prevents pathological solutions at high outlier rates", see below for the scale); point masses (MAP) on
+hyperparameters; signal noise initialised at 0.3 and outlier noise at 2.0, q(u) means at 0, assignment logits at 0
+(uniform); inducing inputs k-means of X; Adam, lr 0.03 cosine-decayed to 5 %, 1500 full-batch steps, one Monte-Carlo
+sample per step; 3 restarts (same initial values, different Monte-Carlo noise), keeping the one with the best final
+objective (3.7) by ``dagp.restart_fits`` (--quick: N = 100, M = 10, rates 0 and 40 %, 200 steps, 1 restart).
 Metrics: RMSE of the signal mode's predictive mean against the noiseless test function. MLL (ambiguity 8) three
 ways: of the signal mode's latent f predictive (no noise: the test targets are noiseless; the published MLL of 2.86
 implies a predictive sd near 0.02, below the 0.15 signal noise, so we take this as the comparable one), of the signal
 mode with its noise, and of the full predictive mixture. Baseline: exact GP regression (ML-II) on the clean points
 only ("matches GP regression on clean data"). Single run per rate, seed 0 (the paper gives no run count).
+
+Measured (``zoo figure kaiser_dagp_noise_separation``, 2026-11-21, 116 s wall on the shared 2-core machine): DAGP
+RMSE 0.018 / 0.018 / 0.018 / 0.029 / 0.56 at 0-80 % (published 0.008 / 0.008 / 0.005 / 0.031 / 0.128); our GP on
+the clean points gets 0.017 / 0.018 / 0.024 / 0.030 / 0.035 on the same data, so at 0-60 % DAGP matches GP
+regression on the clean data, as the paper says (the published 0.005-0.008 are below what that GP achieves on our
+draw of the data); signal-f MLL 2.53 / 2.61 / 2.60 / 1.99 / -75 (published 2.86 / 2.71 / 2.12 / 0.874 / 0.126).
+Why the signal prior is tight (60 %): with LogNormal(log 0.02, 0.5), our first choice, the signal mode became one
+broad mode absorbing outliers (noise sd 0.75, RMSE 0.34 at 60 %; at 80 % sd 1.09 with no point left to the outlier
+mode, RMSE 0.89). That prior costs only ~20 nats for a noise variance of 0.5, while at N = 1000 the broad mode gains
+hundreds of nats (at 80 % its objective, -1593, was above that of a clean fit, estimated at about -1880 from the
+per-point terms); sd 0.1 costs ~520 nats there and fixed 60 % (RMSE 0.029). Restarts changed the objective by only
+1-4 nats at 0-60 %.
+80 % is NOT reproduced, and it is a poor local optimum, not the objective: fitting from assignment logits set from
+the true labels (+-3; a diagnostic only, it uses the labels) reaches RMSE 0.043 with objective -1812, above every
+fit from our initialisation (-1877 ... -2064, RMSE 0.44-1.57: the signal mode keeps a band of outliers, or locks
+onto a narrow band of outliers near y = 2.5 that the zero-mean white mode explains worst). Tried without success at
+80 %: 3 restarts (Monte-Carlo noise), 5 restarts with random q(u) means (sd 1), lr 0.01 with 3000 steps, initial
+signal noise 0.05 or 1.0, initial outlier noise 1.33. Not tried: annealing the Concrete temperature, a mean for
+the outlier mode (eq. 3.2 allows mu^(k); U(-1, 3) has mean 1, which the zero-mean white mode cannot follow).
 """
 
 from pathlib import Path
@@ -33,14 +54,19 @@ RATES = (0.0, 0.2, 0.4, 0.6, 0.8)
 
 def settings(quick: bool) -> dict:
     if quick:
-        return {"n": 100, "m": 10, "rates": (0.0, 0.4), "steps": 200, "lr": 0.03, "n_test": 200}
-    return {"n": 1000, "m": 25, "rates": RATES, "steps": 1500, "lr": 0.03, "n_test": 1000}
+        return {"n": 100, "m": 10, "rates": (0.0, 0.4), "steps": 200, "lr": 0.03, "n_test": 200, "restarts": 1}
+    return {"n": 1000, "m": 25, "rates": RATES, "steps": 1500, "lr": 0.03, "n_test": 1000, "restarts": 3}
 
 
 def run_rate(rate: float, s: dict) -> tuple[dict, tuple]:
     data = choicenet(jax.random.PRNGKey(0), s["n"], rate)
     Z = sp.init_inducing(jax.random.PRNGKey(1), data.X, s["m"])
-    fit = dagp.fit(data.X, data.y, Z, dagp.NOISE_SEPARATION, jax.random.PRNGKey(2), steps=s["steps"], lr=s["lr"])
+    key, config = jax.random.PRNGKey(2), dagp.NOISE_SEPARATION
+    if s["restarts"] > 1:  # keep the restart with the best final objective (3.7)
+        fits = dagp.restart_fits(data.X, data.y, Z, config, key, s["restarts"], steps=s["steps"], lr=s["lr"])
+        fit = max(fits, key=lambda f: f.final_elbo)
+    else:
+        fits = [fit := dagp.fit(data.X, data.y, Z, config, key, steps=s["steps"], lr=s["lr"])]
     X_test, f_test = choicenet_test(s["n_test"])
     pred = dagp.predict(fit, X_test, jax.random.PRNGKey(3), num_samples=500)
     signal_f = pred._replace(noise=jnp.zeros_like(pred.noise))
@@ -58,7 +84,9 @@ def run_rate(rate: float, s: dict) -> tuple[dict, tuple]:
         "assignment_accuracy": float(np.mean(assigned_outlier == data.labels)),
         "signal_noise_std": float(jnp.sqrt(pred.noise[0])),
         "outlier_noise_std": float(jnp.sqrt(pred.noise[1])),
-        "final_elbo": float(jnp.mean(fit.elbo[-50:])),
+        "final_elbo_trace_mean": float(jnp.mean(fit.elbo[-50:])),
+        "final_objective": fit.final_elbo,
+        "restart_final_objectives": " ".join(f"{f.final_elbo:.1f}" for f in fits if f.final_elbo is not None),
         "n": s["n"],
         "steps": s["steps"],
     }
