@@ -121,6 +121,10 @@ def initial_params(X: Array, y: Array) -> NIGPParams:
     return NIGPParams(0.5 * sx, jnp.var(y), 0.1 * jnp.var(y), (0.05 * sx) ** 2)
 
 
+NON_FINITE_LOSS = 1e30
+MAX_RELATIVE_LENGTHSCALE = 1e4
+
+
 @partial(jax.jit, static_argnames=("mode",))
 def _objective_and_grad(flat: Array, X: Array, y: Array, slope_extra: Array, mode: str):
     """Per-point negative log likelihood and its gradient w.r.t. the flat log-parameters [log l (D), log sf2,
@@ -158,16 +162,25 @@ def fit(
     D = X.shape[1]
     flat = _flatten(initial_params(X, y) if init is None else init)
     slope_extra = jnp.zeros(X.shape[0])
+    # ARD switches an irrelevant input off by a lengthscale -> infinity; capped at MAX_RELATIVE_LENGTHSCALE input
+    # sds (already a constant function of that input) so that exp(log l) and moment matching stay finite
+    max_log_lengthscale = np.log(MAX_RELATIVE_LENGTHSCALE * np.maximum(np.std(np.asarray(X), 0), 1e-12))
+    bounds = [(None, b) for b in max_log_lengthscale] + [(None, None)] * (D + 2)
+    flat[:D] = np.minimum(flat[:D], max_log_lengthscale)
     for _ in range(1 if mode == "gp" else passes):
 
         def value_and_grad(v, extra=slope_extra):
             value, grad = _objective_and_grad(jnp.asarray(v), X, y, extra, mode)
+            if not (np.isfinite(value) and np.all(np.isfinite(grad))):
+                # a step into a region where K_n is not numerically positive definite: report a huge loss so that
+                # the line search backs off (as GPML's minimize halves such steps) instead of ending on NaN
+                return NON_FINITE_LOSS, np.zeros_like(v)
             return float(value), np.asarray(grad, dtype=float)
 
         result = scipy.optimize.minimize(
-            value_and_grad, flat, jac=True, method="L-BFGS-B", options={"maxiter": steps, "gtol": 1e-7}
+            value_and_grad, flat, jac=True, method="L-BFGS-B", bounds=bounds, options={"maxiter": steps, "gtol": 1e-7}
         )
-        if not np.isfinite(result.fun):
+        if not np.isfinite(result.fun) or result.fun >= NON_FINITE_LOSS:
             raise ZooError(f"NIGP {mode} training diverged (objective {result.fun}).")
         flat = result.x
         slope_extra = training_correction(_unflatten(jnp.asarray(flat), D), X, y, mode, slope_extra)
