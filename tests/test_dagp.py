@@ -191,17 +191,47 @@ def test_dagp_separates_outliers_quick():
     assert math.isfinite(float(dagp.mixture_log_density(pred, f_test).mean()))
 
 
+def test_restarts_keep_the_best_final_objective(monkeypatch):
+    """dagp.restart_fits runs ``dagp.fit`` once per restart with distinct keys (one cached, jitted training run, so
+    no recompilation) and attaches each fit's final objective (3.7); fit_restarts returns the best; restarts < 1
+    raise OptionError. (fit and final_objective are stubbed: this checks the bookkeeping in milliseconds; the real
+    path runs in the slow NUTS-vs-SVI test and the figure scripts.)"""
+    keys, values = [], iter([-5.0, -2.0, -7.0])
+
+    def fake_fit(X, y, Z, config, key, steps, lr, num_particles):
+        keys.append(tuple(np.asarray(jax.random.key_data(key)).ravel()))
+        return dagp.DagpFit({"id": len(keys)}, None, config)
+
+    monkeypatch.setattr(dagp, "fit", fake_fit)
+    monkeypatch.setattr(dagp, "final_objective", lambda f, X, y, Z, key: next(values))
+    best = dagp.fit_restarts(None, None, None, dagp.NOISE_SEPARATION, jax.random.PRNGKey(0), 3, steps=5)
+    assert best.params == {"id": 2} and best.final_elbo == -2.0 and len(set(keys)) == 3
+    with pytest.raises(OptionError, match="restarts"):
+        dagp.fit_restarts(None, None, None, dagp.NOISE_SEPARATION, jax.random.PRNGKey(0), 0)
+
+
 # ----------------------------------------------------------------------------------------------------------------
 # NUTS on dagp/exact vs SVI on dagp, and label switching across NUTS chains
 
 
+def curve_a(x):
+    return 2.0 + 0.6 * jnp.sin(1.5 * x)
+
+
+def curve_b(x):
+    return -2.0 + 0.3 * x
+
+
 def two_curves(key, n: int, noise_std: float = 0.25):
-    """x ~ U[-3, 3]; each point from curve A = 1.5 + 0.6 sin(1.5 x) or B = -1.5 + 0.3 x with probability 1/2, plus
-    N(0, 0.25^2). The curves are >= 1.5 (6 noise sd) apart, so the posterior is unimodal up to the mode labels."""
+    """x ~ U[-3, 3]; each point from curve A = 2 + 0.6 sin(1.5 x) or B = -2 + 0.3 x with probability 1/2, plus
+    N(0, 0.25^2). The curves are >= 2.5 (10 noise sd) apart (they were 1.5 apart in the first measured run, where a
+    NUTS chain found a "crossing" mode: a mode's f jumping between the curves needs a change of >= 2.5 between
+    neighbouring inputs, ~0.15 apart at N = 40, which the SE prior makes implausible for lengthscales near 1), so
+    the posterior is unimodal up to the mode labels."""
     k_x, k_label, k_noise = jax.random.split(key, 3)
     x = jax.random.uniform(k_x, (n,), minval=-3.0, maxval=3.0)
     label = jax.random.bernoulli(k_label, 0.5, (n,))
-    f = jnp.where(label, -1.5 + 0.3 * x, 1.5 + 0.6 * jnp.sin(1.5 * x))
+    f = jnp.where(label, curve_b(x), curve_a(x))
     return np.asarray(x)[:, None], np.asarray(f + noise_std * jax.random.normal(k_noise, (n,)))
 
 
@@ -238,17 +268,23 @@ def grid_densities(pred: dagp.DagpPrediction, y_grid) -> jax.Array:
     return jnp.sum(pred.weights[:, None, :] * comp, -1)
 
 
-def nuts_vs_svi(n: int, warmup: int, draws: int, max_doublings: int, svi_steps: int, m: int):
+def nuts_vs_svi(n: int, warmup: int, draws: int, max_doublings: int, svi_steps: int, m: int, restarts: int):
     """Predictive densities of NUTS on dagp/exact (per draw) and SVI on dagp (K = 2 SE modes, the paper's objective,
-    same priors) at 7 test inputs on a y grid, plus the per-draw sorted mode means and f at the training inputs."""
+    same priors, best of ``restarts``) at 7 test inputs on a y grid, plus the per-draw sorted mode means and f at the
+    training inputs."""
     X, y, idata = nuts_exact(n, warmup, draws, max_doublings=max_doublings)
     chains, num = idata.posterior.sizes["chain"], idata.posterior.sizes["draw"]
+    stats = idata.sample_stats
+    print("per chain: sorted noise sd", np.sort(np.sqrt(idata.posterior["noise"].values), -1).mean(1).round(3))
+    print("per chain: mean leapfrogs", stats["n_steps"].values.mean(1), "divergences", stats["diverging"].values.sum(1))
     x_test = jnp.linspace(-2.5, 2.5, 7)[:, None]
     y_grid = jnp.linspace(-4.0, 4.0, 321)
     preds = dagp.exact_predict(exact_draws(idata), X, x_test, jax.random.PRNGKey(5), 16)
     per_draw = jax.vmap(grid_densities, (0, None))(preds, y_grid)  # (S, 7, G)
     Z = sp.init_inducing(jax.random.PRNGKey(1), X, m)
-    fit = dagp.fit(X, y, Z, dagp.dagp_config(2), jax.random.PRNGKey(2), steps=svi_steps, lr=0.03)
+    # Restarts with the best final objective (the bound has a one-broad-mode optimum; dagp.fit_restarts).
+    fit = dagp.fit_restarts(X, y, Z, dagp.dagp_config(2), jax.random.PRNGKey(2), restarts, steps=svi_steps, lr=0.03)
+    print("SVI best final objective", fit.final_elbo, "noise sd", np.sqrt(np.asarray(fit.params["noise_map"])))
     svi_pred = dagp.predict(fit, x_test, jax.random.PRNGKey(3), num_samples=2000)
     return {
         "idata": idata,
@@ -301,7 +337,7 @@ def check_label_switching(r) -> dict:
     dens, y_grid = r["nuts"], np.linspace(-4.0, 4.0, 321)
     x_test = np.linspace(-2.5, 2.5, 7)
     for i, x in enumerate(x_test):
-        for curve in (1.5 + 0.6 * np.sin(1.5 * x), -1.5 + 0.3 * x):
+        for curve in (float(curve_a(x)), float(curve_b(x))):
             invariant.append(az.rhat(dens[:, :, i, np.argmin(np.abs(y_grid - curve))]))
     chain_means = f[:, :, 0, 0].mean(1)
     return {"labelled": labelled, "invariant": np.array(invariant), "chain_means": chain_means}
@@ -309,22 +345,25 @@ def check_label_switching(r) -> dict:
 
 @pytest.fixture(scope="module")
 def exact_vs_svi():
-    """One NUTS run (N = 40, 4 chains, 120 warmup + 120 draws, tree depth <= 6) and one SVI fit (M = 15, 1500 Adam
-    steps) shared by the two checks below. ~25 min wall on the loaded 2-core machine (compile 200 s)."""
-    return nuts_vs_svi(n=40, warmup=120, draws=120, max_doublings=6, svi_steps=1500, m=15)
+    """One NUTS run (N = 100, 4 chains, 200 warmup + 120 draws, tree depth <= 6) and the best of 5 SVI fits (M = 15,
+    1500 Adam steps each) shared by the two checks below. N = 100 (50 points per curve) so that curve A's
+    0.6-amplitude wiggle is well identified against the 0.25 noise (at N = 40 a smooth, broad-noise explanation of
+    it competes: SVI's best fit had noise sd 0.46 for one mode)."""
+    return nuts_vs_svi(n=100, warmup=200, draws=120, max_doublings=6, svi_steps=1500, m=15, restarts=5)
 
 
-# Measured on the one run we could afford (this configuration, 2026-11-21, before exact_predict's weights bug was
-# fixed, which affects only the density-based numbers): NUTS chains 1, 3 and chain 2 took opposite labellings
-# (R-hat of mode 1's f at the first 5 training inputs 1.59-1.79), but chain 4 settled in a *crossing* local mode
-# (its mode 1 follows curve A at some inputs and curve B at others; noise sds 0.31 / 0.17 vs 0.21 / 0.26), so the
-# label-invariant sorted means reached R-hat 1.53; and SVI (the paper's objective) ended in a poor optimum, one
-# broad mode (noise sd 0.59) covering both curves, sorted means off by up to 2.1 (posterior sd 0.33). So the
-# posterior is *not* unimodal up to labels at N = 40 with these short chains, and both checks fail as expected
-# failures until a longer run (more warmup, more SVI restarts) is done on a quiet machine; bounds were set before
-# the run and not tuned.
+# Measured runs (bounds set before any run, never tuned). Run 1 (curves 1.5 apart, N = 40, 120 warmup, 1 SVI fit):
+# NUTS chain 4 settled in a *crossing* local mode (its mode 1 follows curve A at some inputs and B at others), so
+# label-invariant sorted means reached R-hat 1.53, and SVI ended in one broad mode (noise sd 0.59) covering both
+# curves. Run 2 (2026-11-21, curves 2.5 apart, N = 40, 160 warmup + 120 draws, best of 5 SVI restarts; 591 s wall):
+# the agreement checks passed (TV 0.17-0.73 vs bounds 0.34-0.75; sorted-mean gaps inside their bounds), but only
+# because NUTS had not mixed, which widens the bounds (3-MCSE envelope 0.11-0.43, posterior sd of a sorted mean up
+# to 2.6): all 4 chains took the same labelling and label-invariant R-hat reached 1.54, so the label-switching check
+# failed; SVI's best fit had noise sds 0.46 / 0.29 (truth 0.25), a smooth broad explanation of curve A's wiggle.
+# Run 3 (this configuration, N = 100) was stopped unfinished after 46 min on the loaded machine (load ~7 on 2
+# cores). Both tests stay expected failures until this configuration is run to the end on a quiet machine.
 NOT_YET_GREEN = pytest.mark.xfail(
-    reason="one NUTS chain in a crossing local mode and SVI in a one-broad-mode optimum at N = 40 (see comment)",
+    reason="NUTS not mixed at N = 40 (invariant R-hat 1.54); the N = 100 run not yet completed (see comment)",
     strict=False,
 )
 
