@@ -47,6 +47,7 @@ from zoo.data import ssm_systems
 
 DESCRIPTION = "McHutchon 2014 Tables 3.5-3.7 / Figs 3.37-3.40 (E3.9): GP-SSM learners on the kink and the cart-pole"
 THESIS_RANKED = ("AR1-GP", "NIGP", "Direct", "IS-EP-EM", "PF", "PGAS-EM")
+THESIS_METHODS = ("AR1-GP", "NIGP", "Direct", "ADS-EM", "IS-EP-EM", "PF", "PGAS-EM")
 PMCMC_DRAWS = 20
 
 
@@ -395,7 +396,8 @@ def system_claims(by: dict[str, dict]) -> list[dict]:
             add(claim, bool(holds(e)), f"{method} errors {np.round(e, 1)} %")
     ssm_methods = [m for m in by if m not in ("AR1-GP", "NIGP")]
     if "AR1-GP" in by and ssm_methods:
-        worse = [m for m in by if m != "AR1-GP" and by[m]["one_step_nlp"] > by["AR1-GP"]["one_step_nlp"]]
+        others = [m for m in by if m in THESIS_METHODS and m != "AR1-GP"]
+        worse = [m for m in others if by[m]["one_step_nlp"] > by["AR1-GP"]["one_step_nlp"]]
         add("the GP (AR1-GP) is beaten in one-step NLP by every other method", not worse, f"not beaten by: {worse}")
     if "Direct" in by and len(ssm_methods) > 1:
         best = min(ssm_methods, key=lambda m: by[m]["one_step_nlp"])
