@@ -232,19 +232,15 @@ def m_step(view, kind: str, params, learned: tuple[str, ...], samples, weights, 
         if "obs_var" in learned:
             params = {**params, "obs_var": closed_form_obs_var(samples, weights, observed)}
         closed = "pseudo_targets" in learned
+
+        def with_pseudo_targets(p):
+            return {**p, "pseudo_targets": closed_form_pseudo_targets(view, p, samples, weights, observed, gp_prior)}
+
         if closed:
-            params = {
-                **params,
-                "pseudo_targets": closed_form_pseudo_targets(view, params, samples, weights, observed, gp_prior),
-            }
+            params = with_pseudo_targets(params)
         rest = tuple(n for n in learned if n not in ("obs_var", "pseudo_targets"))
         params = gradient_m_step(view, params, rest, samples, weights, observed, m_steps, lr)
-        if closed and rest:
-            params = {
-                **params,
-                "pseudo_targets": closed_form_pseudo_targets(view, params, samples, weights, observed, gp_prior),
-            }
-        return params
+        return with_pseudo_targets(params) if closed and rest else params
     return gradient_m_step(view, params, learned, samples, weights, observed, m_steps, lr)
 
 
