@@ -124,8 +124,11 @@ def test_changed_cell_spec_is_redone_on_resume(local_run):
 
 
 def test_killed_run_leaves_only_whole_files_and_resumes(tmp_path):
+    # long SVI cells, so that the kill lands mid-run even when every program is already in the compilation cache
+    # (with 300 steps all 8 cells once finished in the moment between the first row and the signal)
+    slow = TINY.replace("num_steps = 300,", "num_steps = 20000,")
     suite_file = tmp_path / "tiny.toml"
-    suite_file.write_text(TINY)
+    suite_file.write_text(slow)
     out = tmp_path / "run"
     command = [sys.executable, "-m", "zoo_cli", "bench", str(suite_file), "--out", str(out), "--no-report"]
     process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
@@ -141,7 +144,7 @@ def test_killed_run_leaves_only_whole_files_and_resumes(tmp_path):
     assert 1 <= len(rows) < 8
     for path in store.cells_dir.glob("*.nc"):
         store.read_idata(path.stem).posterior.load()  # every netCDF opens and reads
-    result = runner.run_suite(tiny_suite(), store, resume=True, out=lambda line: None)
+    result = runner.run_suite(suites.parse(slow, "tiny"), store, resume=True, out=lambda line: None)
     assert result.skipped == len(rows) and result.ran == 8 - len(rows) and len(store.rows()) == 8
 
 
