@@ -239,15 +239,13 @@ def train_variational(problem: Problem, options: dict, seed: int) -> Learnt:
     idata = inference.run(spec, observed, engine="svi", guide="model", seed=seed, num_samples=PMCMC_DRAWS, **options)
     post = idata.posterior
     hyper = {k: jnp.asarray(post[k].values[0, 0]) for k in ("lengthscale", "signal_var", "process_var", "obs_var")}
-    Xp, D = jnp.asarray(observed["pseudo_inputs"]), hyper["signal_var"].shape[0]
+    D = hyper["signal_var"].shape[0]
 
-    def params_of(F):
-        return gpssm.GPSSMParams(
-            Xp, F, hyper["lengthscale"], hyper["signal_var"], hyper["process_var"], jnp.zeros((D, D)),
-            jnp.zeros(D), jnp.eye(D), hyper["obs_var"], jnp.zeros(D), jnp.eye(D),
-        )  # fmt: skip
+    def dynamics_at(F):
+        g = gpssm.variational_gpssm_params(observed["pseudo_inputs"], jnp.asarray(F), hyper, jnp.zeros(D), jnp.eye(D))
+        return gm.dynamics_of(g)
 
-    dynamics = gm.stack_dynamics([gm.dynamics_of(params_of(jnp.asarray(F))) for F in post["pseudo_targets"].values[0]])
+    dynamics = gm.stack_dynamics([dynamics_at(F) for F in post["pseudo_targets"].values[0]])
     total = np.sqrt(np.asarray(hyper["process_var"]) + np.asarray(hyper["obs_var"]))
     return Learnt(dynamics, total, float(post.attrs["run_s"]), float(post.attrs["compile_s"]))
 
@@ -389,7 +387,11 @@ def system_claims(by: dict[str, dict]) -> list[dict]:
         ("PGAS-EM", "PGAS-EM noise estimates within 40 %", lambda e: np.all(np.abs(e) < 40)),
         ("Direct", "Direct tends to underestimate the noise", lambda e: np.mean(e) < 0),
         ("ADS-EM", "analytic EM (ADS-EM) overestimates the noise", lambda e: np.mean(e) > 0),
-        ("VGPSSM-SVI", "the variational GP-SSM under-fits (sec. 3.10), i.e. overestimates the noise", lambda e: e > 0),
+        (
+            "VGPSSM-SVI",
+            "the variational GP-SSM under-fits (sec. 3.10), i.e. overestimates the noise",
+            lambda e: np.all(e > 0),
+        ),
     )
     for method, claim, holds in noise_claims:
         if (e := _noise_errors(by, method)) is not None:

@@ -582,6 +582,16 @@ def variational_program(D: int, m0, P0):
     return program
 
 
+def variational_gpssm_params(pseudo_inputs, pseudo_targets, hypers: Mapping[str, Array], m0, P0) -> GPSSMParams:
+    """M11's transition as ``GPSSMParams``: zero mean, C = I, the point-mass hyperparameters ``hypers`` (lengthscale,
+    signal_var, process_var, obs_var) and one value of the pseudo-targets (D, M)."""
+    D = hypers["signal_var"].shape[0]
+    return GPSSMParams(
+        jnp.asarray(pseudo_inputs), pseudo_targets, hypers["lengthscale"], hypers["signal_var"], hypers["process_var"],
+        jnp.zeros((D, D)), jnp.zeros(D), jnp.eye(D), hypers["obs_var"], jnp.asarray(m0), jnp.asarray(P0),
+    )  # fmt: skip
+
+
 def variational_guide(D: int, m0, P0):
     """The guide of M11 (notes M11, NumPyro sketch): point masses on sf2, lengthscales and noise variances (ML-II, as in
     the thesis), a full-rank Gaussian q(F~_e) per output, a Markov-Gaussian q(x_{1:T}) per trajectory,
@@ -605,11 +615,7 @@ def variational_guide(D: int, m0, P0):
             "q_F_tril", jnp.broadcast_to(jnp.eye(M), (D, M, M)), constraint=dist.constraints.lower_cholesky
         )
         F = numpyro.sample("pseudo_targets", dist.MultivariateNormal(F_loc, scale_tril=F_tril).to_event(1))
-        g = GPSSMParams(
-            jnp.asarray(pseudo_inputs), F, hypers["lengthscale"], hypers["signal_var"], hypers["process_var"],
-            jnp.zeros((D, D)), jnp.zeros(D), jnp.eye(D), hypers["obs_var"], jnp.asarray(m0), jnp.asarray(P0),
-        )  # fmt: skip
-        predictor = pseudo_predictor(g)
+        predictor = pseudo_predictor(variational_gpssm_params(pseudo_inputs, F, hypers, m0, P0))
         loc = numpyro.param("q_x_loc", jnp.where(jnp.isfinite(y), y, 0.0))
         coupling = numpyro.param("q_x_coupling", jnp.zeros((K, T - 1, D, D)))
         tril = numpyro.param(
