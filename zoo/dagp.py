@@ -397,9 +397,13 @@ def restart_fits(
     """``restarts`` independent full-batch fits (keys split from ``key``: different q(u) means, when
     config.init_spread > 0, and different Monte-Carlo noise), each with ``final_elbo`` set by ``final_objective``
     (one shared evaluation key). The training run is jitted once and reused for every restart (``_training_run`` is
-    cached per setting), so restarts cost no recompilation. Raises OptionError for restarts < 1 (and as ``fit``)."""
+    cached per setting), so restarts cost no recompilation. One restart is ``fit`` with ``key`` itself and is not
+    scored (nothing to choose between; the many-sample bound would cost a compilation). Raises OptionError for
+    restarts < 1 (and as ``fit``)."""
     if isinstance(restarts, bool) or not isinstance(restarts, int | np.integer) or restarts < 1:
         raise OptionError(f"dagp: restarts must be an integer >= 1, got {restarts!r}.")
+    if restarts == 1:
+        return [fit(X, y, Z, config, key, steps=steps, lr=lr, num_particles=num_particles)]
     k_fit, k_eval = jax.random.split(key)
     fits = []
     for k in jax.random.split(k_fit, int(restarts)):
