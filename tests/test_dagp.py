@@ -16,7 +16,7 @@ from numpyro.infer.util import log_density
 
 import inference
 import zoo
-from zoo import dagp, gp
+from zoo import dagp, deep_gp, gp
 from zoo import sparse as sp
 from zoo.data.association import choicenet, choicenet_test
 from zoo.errors import OptionError, ZooError
@@ -37,6 +37,9 @@ from zoo.registry import Dataset
         ({"num_modes": 3, "kernels": ("se", "white")}, "kernels has 2 entries"),
         ({"num_modes": 1, "kernels": ("white",)}, "at least one mode"),
         ({"mode_init": "kmeans"}, "mode_init"),
+        ({"num_modes": 2, "depths": (1, 0)}, "depths"),
+        ({"num_modes": 2, "depths": (2,)}, "depths has 1 entries"),
+        ({"num_modes": 2, "kernels": ("se", "white"), "depths": (2, 2)}, "white mode"),
     ],
 )
 def test_bad_options_raise(kwargs, match):
@@ -126,6 +129,62 @@ def test_level_starts_put_each_signal_mode_on_its_own_y_quantile():
     np.testing.assert_allclose(f_at_Z, jnp.broadcast_to(jnp.array([-1.0, 3.0])[:, None], (2, 6)), atol=1e-8)
     random_start = config._replace(mode_init="random")
     assert not np.any(dagp.initial_q_means(jax.random.PRNGKey(0), random_start, Z, y))
+
+
+def test_deep_mode_is_the_dsvi_deep_gp():
+    """K = 1 with a 2-layer mode: a^ = 1 and log softmax = 0, so DAGP's likelihood factor, at the same inducing values,
+    hyperparameters and inner-layer noise, is the DSVI program's per-point term (its y density plus its trace
+    correction): the deep mode is ``deep_gp.dsvi`` (eqs. 3.9-3.12)."""
+    N, D, M = 7, 2, 3
+    key = iter(jax.random.split(jax.random.PRNGKey(0), 8))
+    X, y, Z = (jax.random.normal(next(key), shape) for shape in ((N, D), (N,), (M, D)))
+    v1, v2, eps = (jax.random.normal(next(key), shape) for shape in ((D, M), (1, M), (N, D)))
+    ls1, ls2 = jnp.array([0.8, 1.3]), jnp.array([1.1, 0.6])
+    dagp_values = {
+        "mode0_lengthscale_1": ls1,
+        "mode0_variance_1": 0.7,
+        "mode0_v_1": v1,
+        "mode0_eps_1": eps,
+        "lengthscale": ls2[None],
+        "variance": jnp.array([1.4]),
+        "v": v2,
+        "noise": jnp.array([0.09]),
+        "inducing_inputs": Z[None],
+        "mode0_inducing_inputs_1": Z + 0.1,
+    }
+    config = dagp.dagp_config(1, depths=(2,))
+    seeded = handlers.seed(handlers.substitute(partial(dagp.dagp_program, config=config), dagp_values), 1)
+    factor = handlers.trace(seeded).get_trace(X, Z, y)["likelihood"]["fn"].log_factor
+    dsvi_values = {
+        "lengthscale_1": ls1,
+        "variance_1": 0.7,
+        "v_1": v1,
+        "eps_1": eps,
+        "lengthscale_2": ls2,
+        "variance_2": 1.4,
+        "v_2": v2,
+        "noise": 0.09,
+        "inducing_inputs_1": Z + 0.1,
+        "inducing_inputs_2": Z,
+    }
+    trace = handlers.trace(handlers.seed(handlers.substitute(deep_gp.dsvi, dsvi_values), 1)).get_trace(X, Z, y)
+    per_point = trace["y"]["fn"].log_prob(y) + trace["dsvi_trace"]["fn"].log_factor
+    np.testing.assert_allclose(factor, per_point, rtol=1e-10)
+
+
+def test_deep_prediction_is_the_mixture_of_its_draws():
+    """A prediction with a draw axis (S, n, K) scores each mode as the mean density over draws; S equal draws give
+    the Gaussian of the 2-D prediction, and two draws the average of their densities."""
+    pred = dagp.DagpPrediction(
+        jnp.array([[0.0, 1.0], [2.0, -1.0]]), jnp.full((2, 2), 0.3), jnp.array([0.1, 0.2]), jnp.full((2, 2), 0.5)
+    )
+    y = jnp.array([0.2, 1.5])
+    stacked = pred._replace(mean=jnp.stack([pred.mean] * 3), f_var=jnp.stack([pred.f_var] * 3))
+    np.testing.assert_allclose(dagp.mixture_log_density(stacked, y), dagp.mixture_log_density(pred, y), rtol=1e-12)
+    shifted = pred._replace(mean=pred.mean + 0.7)
+    two = pred._replace(mean=jnp.stack([pred.mean, shifted.mean]), f_var=jnp.stack([pred.f_var] * 2))
+    average = 0.5 * (jnp.exp(dagp.mode_log_density(pred, y, 1)) + jnp.exp(dagp.mode_log_density(shifted, y, 1)))
+    np.testing.assert_allclose(dagp.mode_log_density(two, y, 1), jnp.log(average), rtol=1e-12)
 
 
 def test_concrete_sample_is_a_relaxed_one_hot():

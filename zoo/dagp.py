@@ -5,8 +5,13 @@ Source: Kaiser notes 1.7 (eqs. 3.1-3.8), 2, 5 (ambiguities 4-8). Generative mode
     alpha^(k) ~ GP(0, k_alpha^(k))                 (3.3)   zero-mean assignment GPs on the softmax logits
     a_n ~ Categorical(softmax(alpha_n))            (3.3)
     y_n | a_n = k ~ N(f^(k)(x_n), sigma_k^2)       (3.1)
+Deep modes (eqs. 3.9-3.12, ``depths``): f^(k) = f_L(... f_1(x)), a DSVI deep GP (``zoo.deep_gp``) whose inner layers
+have the identity mean and width D; its samples are propagated through the inner layers and the last layer gives the
+same analytic per-point term as a shallow mode, at the sampled input. Each layer is conditioned on the previous
+layer's output (the printed (3.10) conditions every layer on x_n, a typo: notes [NOTE] after 3.10).
 Variational family (3.5): per-mode SVGP, whitened, q(v^(k)) = N(m, S) and q(v_alpha^(k)) = N(m, S), M inducing
-points each; per-point assignment beliefs q(a_n) with K free logits. The paper's bound on log p(Y, A | X) (3.7):
+points each (a deep mode: per layer); per-point assignment beliefs q(a_n) with K free logits. The paper's bound on
+log p(Y, A | X) (3.7):
     L = sum_n E[log p(y_n | f_n, a_n)] + sum_n E[log p(a_n | alpha_n)] - sum_k KL(q(v^(k))) - sum_k KL(q(v_alpha^(k)))
 has *no* entropy term for q(a_n) (faithful default, so q(a_n) is pushed to one-hot, notes 1.7 [NOTE], ambiguity 6);
 ``assignment_entropy=True`` adds H(q(a_n)) (a proper variational q(a), an OMGP-like objective). Expectations over
@@ -49,7 +54,7 @@ from jax.scipy.special import logsumexp
 from numpyro.distributions import constraints
 from numpyro.infer import SVI, Trace_ELBO
 
-from zoo import gp
+from zoo import deep_gp, gp
 from zoo import sparse as sp
 from zoo.data.association import choicenet, choicenet_test
 from zoo.errors import OptionError
@@ -72,7 +77,8 @@ class DagpConfig(NamedTuple):
     prior on each mode's noise variance; noise_init: initial noise variances of the guide; init_spread: std of the
     random initial q(v^(k)) means (breaks the symmetry of identical modes, ambiguity 3); mode_init: "random" (q(v^(k))
     means N(0, init_spread^2)) or "levels" (each SE mode starts as a constant at its own quantile of y, plus that
-    random spread; see ``initial_q_means``).
+    random spread; see ``initial_q_means``); depths: layers per mode (1 = a shallow SVGP mode; L > 1 = a DSVI deep GP
+    of L SE layers whose inner layers have the identity mean and width D, eqs. 3.9-3.12; white modes have depth 1).
     """
 
     kernels: tuple[str, ...] = ("se", "se")
@@ -82,6 +88,7 @@ class DagpConfig(NamedTuple):
     noise_init: tuple[float, ...] = (0.1, 0.1)
     init_spread: float = 1.0
     mode_init: str = "random"
+    depths: tuple[int, ...] = (1, 1)
 
     @property
     def num_modes(self) -> int:
@@ -101,6 +108,7 @@ def dagp_config(
     noise_init=None,
     init_spread: float = 1.0,
     mode_init: str = "random",
+    depths=None,
 ) -> DagpConfig:
     """A validated DagpConfig; OptionError for K < 1, temperature <= 0, unknown kernels or mismatched lengths."""
     if isinstance(num_modes, bool) or not isinstance(num_modes, int | np.integer) or num_modes < 1:
@@ -111,7 +119,13 @@ def dagp_config(
     kernels = tuple(kernels) if kernels is not None else ("se",) * K
     noise_prior = tuple(tuple(p) for p in noise_prior) if noise_prior is not None else ((-2.0, 1.0),) * K
     noise_init = tuple(float(v) for v in noise_init) if noise_init is not None else (0.1,) * K
-    for name, value in (("kernels", kernels), ("noise_prior", noise_prior), ("noise_init", noise_init)):
+    depths = tuple(depths) if depths is not None else (1,) * K
+    for name, value in (
+        ("kernels", kernels),
+        ("noise_prior", noise_prior),
+        ("noise_init", noise_init),
+        ("depths", depths),
+    ):
         if len(value) != K:
             raise OptionError(f"dagp: {name} has {len(value)} entries but num_modes = {K}.")
     if unknown := [k for k in kernels if k not in KERNELS]:
@@ -122,10 +136,15 @@ def dagp_config(
         raise OptionError("dagp: noise_prior entries are (loc, scale > 0) and noise_init entries must be > 0.")
     if not isinstance(init_spread, int | float | np.floating) or not math.isfinite(init_spread) or init_spread < 0:
         raise OptionError(f"dagp: init_spread must be a finite number >= 0, got {init_spread!r}.")
+    if any(isinstance(d, bool) or not isinstance(d, int | np.integer) or d < 1 for d in depths):
+        raise OptionError(f"dagp: depths entries must be integers >= 1, got {depths}.")
+    if any(d != 1 for d, kind in zip(depths, kernels, strict=True) if kind == "white"):
+        raise OptionError(f"dagp: a white mode has no GP layers, so its depth must be 1 (depths {depths}).")
     if mode_init not in MODE_INITS:
         raise OptionError(f"dagp: mode_init must be one of {MODE_INITS}, got {mode_init!r}.")
+    depths = tuple(int(d) for d in depths)
     return DagpConfig(
-        kernels, float(temperature), bool(assignment_entropy), noise_prior, noise_init, init_spread, mode_init
+        kernels, float(temperature), bool(assignment_entropy), noise_prior, noise_init, init_spread, mode_init, depths
     )
 
 
@@ -143,6 +162,7 @@ def validated(config: DagpConfig) -> DagpConfig:
         config.noise_init,
         config.init_spread,
         config.mode_init,
+        config.depths,
     )
 
 
@@ -238,7 +258,9 @@ def dagp_program(X, Z, y=None, batch_size=None, config: DagpConfig = NOISE_SEPAR
 
     Sites: hyperparameters (see ``_hyper_sites``), ``v`` (S, M) and ``v_alpha`` (K, M) whitened inducing values;
     in the plate ``data``: ``alpha_eps`` (B, K), ``assignment_gumbel`` (B, K), and the likelihood/assignment
-    factors (y observed) or ``y`` drawn from the mixture given v (y = None, prior predictive).
+    factors (y observed) or ``y`` drawn from the mixture given v (y = None, prior predictive). ``v`` belongs to each
+    signal mode's last layer; a deep mode adds its inner layers' sites (``inner_layer_sites``) and, in the plate,
+    their ``mode{j}_eps_{l}`` (B, D): the last layer then sees the sampled inner output instead of x (eqs. 3.9-3.12).
     Params: ``inducing_inputs`` (S, M, D), ``alpha_inducing_inputs`` (K, M, D), ``assignment_logits`` (N, K).
     """
     sp.check_sparse_data(X, y, Z)
@@ -248,9 +270,11 @@ def dagp_program(X, Z, y=None, batch_size=None, config: DagpConfig = NOISE_SEPAR
     Za = numpyro.param("alpha_inducing_inputs", jnp.broadcast_to(Z, (K, M, D)))
     v = numpyro.sample("v", dist.Normal(0.0, 1.0).expand([S, M]).to_event(2))
     v_alpha = numpyro.sample("v_alpha", dist.Normal(0.0, 1.0).expand([K, M]).to_event(2))
+    inner = [inner_layer_sites(j, config.depths[k] - 1, Z) for j, k in enumerate(config.signal_modes)]
     logits_all = numpyro.param("assignment_logits", jnp.zeros((N, K)))
     with numpyro.plate("data", N, subsample_size=batch_size) as idx:
         Xb = X[idx]
+        inputs = [through_inner_layers(j, layers, Xb) for j, layers in enumerate(inner)]
         eps = numpyro.sample("alpha_eps", dist.Normal(0.0, 1.0).expand([K]).to_event(1))
         alpha = jnp.stack(
             [
@@ -267,9 +291,9 @@ def dagp_program(X, Z, y=None, batch_size=None, config: DagpConfig = NOISE_SEPAR
         )
         gumbel = numpyro.sample("assignment_gumbel", dist.Gumbel(0.0, 1.0).expand([K]).to_event(1))
         if y is None:
-            numpyro.sample("y", prior_predictive_mixture(config, h, Zf, v, Xb, alpha))
+            numpyro.sample("y", prior_predictive_mixture(config, h, Zf, v, inputs, alpha))
             return
-        log_lik = mode_log_liks(config, h, Zf, v, Xb, y[idx])
+        log_lik = mode_log_liks(config, h, Zf, v, inputs, y[idx])
         logits = logits_all[idx]
         assignment = concrete_sample(logits, gumbel, config.temperature)
         lik, assign = relaxed_objective(log_lik, alpha, assignment, logits, config.assignment_entropy)
@@ -277,34 +301,60 @@ def dagp_program(X, Z, y=None, batch_size=None, config: DagpConfig = NOISE_SEPAR
         numpyro.factor("assignment", assign)
 
 
+def inner_layer_sites(j: int, count: int, Z) -> list[tuple[SquaredExponential, Array, Array]]:
+    """Signal mode j's inner deep-GP layers l = 1..count (DSVI, identity mean, width D; ``zoo.deep_gp``) as
+    (kernel, inducing inputs, whitened v): sites ``mode{j}_lengthscale_{l}`` (D,), ``mode{j}_variance_{l}`` with the
+    LogNormal(0, 1) priors of the shallow modes, ``mode{j}_v_{l}`` (D, M); param ``mode{j}_inducing_inputs_{l}``."""
+    M, D = Z.shape
+    layers = []
+    for layer in range(1, count + 1):
+        ls = numpyro.sample(f"mode{j}_lengthscale_{layer}", dist.LogNormal(0.0, 1.0).expand([D]).to_event(1))
+        var = numpyro.sample(f"mode{j}_variance_{layer}", dist.LogNormal(0.0, 1.0))
+        Zl = numpyro.param(f"mode{j}_inducing_inputs_{layer}", Z)
+        v = numpyro.sample(f"mode{j}_v_{layer}", dist.Normal(0.0, 1.0).expand([D, M]).to_event(2))
+        layers.append((SquaredExponential(var, ls), Zl, v))
+    return layers
+
+
+def through_inner_layers(j: int, layers: list, H) -> Array:
+    """The draw of mode j's inner layers at H (B, D) -> (B, D) (eq. 2.88), with auxiliary ``mode{j}_eps_{l}`` ~ N(0, 1)
+    in model and guide (they cancel from the ELBO, as the other auxiliary noise here); H itself for a shallow mode."""
+    for layer, (kernel, Zl, v) in enumerate(layers, start=1):
+        eps = numpyro.sample(f"mode{j}_eps_{layer}", dist.Normal(0.0, 1.0).expand([H.shape[1]]).to_event(1))
+        H = deep_gp.inner_layer_sample(kernel, Zl, v, H, eps)
+    return H
+
+
 def mode_kernel(h, j):
     return SquaredExponential(h["variance"][j], h["lengthscale"][j])
 
 
-def mode_log_liks(config, h, Zf, v, X, y) -> Array:
-    """(B, K) per-mode expected log-likelihoods given v."""
+def mode_log_liks(config, h, Zf, v, inputs, y) -> Array:
+    """(B, K) per-mode expected log-likelihoods given v; inputs: each signal mode's last-layer input (B, D)."""
     columns, j = [], 0
     for k, kind in enumerate(config.kernels):
         if kind == "se":
-            columns.append(expected_log_lik(kind, mode_kernel(h, j), Zf[j], v[j], X, y, h["noise"][k]))
+            columns.append(expected_log_lik(kind, mode_kernel(h, j), Zf[j], v[j], inputs[j], y, h["noise"][k]))
             j += 1
         else:
-            columns.append(expected_log_lik(kind, None, None, None, X, y, h["noise"][k]))
+            columns.append(expected_log_lik(kind, None, None, None, None, y, h["noise"][k]))
     return jnp.stack(columns, -1)
 
 
-def prior_predictive_mixture(config, h, Zf, v, X, alpha):
+def prior_predictive_mixture(config, h, Zf, v, inputs, alpha):
     """y_n | v, alpha_n: sum_k softmax(alpha_n)_k N(a_n^T v^(k), k~_nn + s_k^2) (white modes: N(0, s_k^2))."""
     means, variances, j = [], [], 0
     for k, kind in enumerate(config.kernels):
         if kind == "se":
-            pred = sp.sparse_predict(mode_kernel(h, j), Zf[j], sp.WhitenedQ(v[j], jnp.zeros((v.shape[1],) * 2)), X)
+            pred = sp.sparse_predict(
+                mode_kernel(h, j), Zf[j], sp.WhitenedQ(v[j], jnp.zeros((v.shape[1],) * 2)), inputs[j]
+            )
             means.append(pred.mean)
             variances.append(pred.cov + h["noise"][k])
             j += 1
         else:
-            means.append(jnp.zeros(X.shape[0]))
-            variances.append(jnp.full(X.shape[0], h["noise"][k]))
+            means.append(jnp.zeros(alpha.shape[0]))
+            variances.append(jnp.full(alpha.shape[0], h["noise"][k]))
     components = dist.Normal(jnp.stack(means, -1), jnp.sqrt(jnp.stack(variances, -1)))
     return dist.MixtureSameFamily(dist.Categorical(logits=alpha), components)
 
@@ -353,9 +403,32 @@ def dagp_guide(X, Z, y=None, batch_size=None, config: DagpConfig = NOISE_SEPARAT
         constraint=constraints.lower_cholesky,
     )
     numpyro.sample("v_alpha", dist.MultivariateNormal(m_a, scale_tril=L_a).to_event(1))
+    inner_counts = [config.depths[k] - 1 for k in config.signal_modes]
+    for j, count in enumerate(inner_counts):
+        inner_layer_guide(j, count, M, D)
     with numpyro.plate("data", N, subsample_size=batch_size):
         numpyro.sample("alpha_eps", dist.Normal(0.0, 1.0).expand([K]).to_event(1))
         numpyro.sample("assignment_gumbel", dist.Gumbel(0.0, 1.0).expand([K]).to_event(1))
+        for j, count in enumerate(inner_counts):
+            for layer in range(1, count + 1):
+                numpyro.sample(f"mode{j}_eps_{layer}", dist.Normal(0.0, 1.0).expand([D]).to_event(1))
+
+
+def inner_layer_guide(j: int, count: int, M: int, D: int) -> None:
+    """q of mode j's inner layers as in ``deep_gp.dsvi_guide``: point masses on their hyperparameters and
+    q(v_l) = N(0, 1e-5 I) per output at the start (each inner layer starts as the identity map)."""
+    for layer in range(1, count + 1):
+        for name, shape in ((f"mode{j}_lengthscale_{layer}", (D,)), (f"mode{j}_variance_{layer}", ())):
+            value = _positive(name, 1.0, shape)
+            numpyro.sample(name, dist.Delta(value, event_dim=len(shape)))
+        mean = numpyro.param(f"mode{j}_q_mean_{layer}", jnp.zeros((D, M)))
+        tril = numpyro.param(
+            f"mode{j}_q_scale_tril_{layer}",
+            math.sqrt(deep_gp.INNER_Q_VARIANCE) * jnp.broadcast_to(jnp.eye(M), (D, M, M)),
+            constraint=constraints.lower_cholesky,
+        )
+        floored = tril + deep_gp.Q_SCALE_FLOOR * jnp.eye(M)
+        numpyro.sample(f"mode{j}_v_{layer}", dist.MultivariateNormal(mean, scale_tril=floored).to_event(1))
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -449,7 +522,9 @@ def fit_restarts(
 
 class DagpPrediction(NamedTuple):
     """Per test point and mode: f means (n, K), f variances (n, K), noise variances (K,) and the predictive
-    assignment probabilities E[softmax(alpha_*)] (n, K). White modes have mean 0 and f variance 0."""
+    assignment probabilities E[softmax(alpha_*)] (n, K). White modes have mean 0 and f variance 0. With a deep mode
+    the f means and variances have a leading draw axis (S, n, K): each mode's predictive is then the equal-weight
+    mixture over its S draws (eq. 2.90; shallow modes repeat their one Gaussian)."""
 
     mean: Array
     f_var: Array
@@ -458,21 +533,22 @@ class DagpPrediction(NamedTuple):
 
 
 def predict(fit_: DagpFit, X_new, key, num_samples: int = 200) -> DagpPrediction:
-    """The predictive mixture (eq. 3.8): per-mode SVGP Gaussians and Monte-Carlo assignment probabilities."""
+    """The predictive mixture (eq. 3.8): per-mode SVGP Gaussians (a deep mode: ``num_samples`` draws through its
+    inner layers, eq. 2.90) and Monte-Carlo assignment probabilities from ``num_samples`` draws of alpha_*."""
     p, config = fit_.params, fit_.config
     X_new = jnp.asarray(X_new)
-    means, variances, j = [], [], 0
-    for kind in config.kernels:
+    n, deep = X_new.shape[0], any(d > 1 for d in config.depths)
+    modes, j = [], 0
+    for k, kind in enumerate(config.kernels):
         if kind == "se":
-            kernel = SquaredExponential(p["variance_map"][j], p["lengthscale_map"][j])
-            q = sp.WhitenedQ(p["q_mean"][j], p["q_scale_tril"][j])
-            pred = sp.sparse_predict(kernel, p["inducing_inputs"][j], q, X_new)
-            means.append(pred.mean)
-            variances.append(pred.cov)
+            mode_key = jax.random.fold_in(key, j + 1)
+            modes.append(_signal_predictive(p, j, config.depths[k] - 1, X_new, mode_key, num_samples))
             j += 1
         else:
-            means.append(jnp.zeros(X_new.shape[0]))
-            variances.append(jnp.zeros(X_new.shape[0]))
+            modes.append((jnp.zeros(n), jnp.zeros(n)))
+    shape = (num_samples, n) if deep else (n,)
+    means = [jnp.broadcast_to(mean, shape) for mean, _ in modes]
+    variances = [jnp.broadcast_to(var, shape) for _, var in modes]
     alpha_mean, alpha_var = [], []
     for k in range(config.num_modes):
         kernel = SquaredExponential(p["alpha_variance_map"][k], p["alpha_lengthscale_map"][k])
@@ -486,17 +562,53 @@ def predict(fit_: DagpFit, X_new, key, num_samples: int = 200) -> DagpPrediction
     return DagpPrediction(jnp.stack(means, -1), jnp.maximum(jnp.stack(variances, -1), 0.0), p["noise_map"], weights)
 
 
-def mixture_log_density(pred: DagpPrediction, y) -> Array:
-    """log sum_k w_k N(y | mean_k, f_var_k + noise_k) per test point (n,)."""
+def _mode_log_densities(pred: DagpPrediction, y) -> Array:
+    """log p_k(y_n) of every mode's predictive (n, K): a Gaussian, or the mixture over a deep prediction's draws."""
     var = pred.f_var + pred.noise
     log_comp = -0.5 * (LOG_2PI + jnp.log(var) + (jnp.asarray(y)[:, None] - pred.mean) ** 2 / var)
-    return logsumexp(jnp.log(pred.weights) + log_comp, -1)
+    if log_comp.ndim == 3:  # (S, n, K): equal-weight mixture over the draws
+        return logsumexp(log_comp, 0) - jnp.log(log_comp.shape[0])
+    return log_comp
+
+
+def mixture_log_density(pred: DagpPrediction, y) -> Array:
+    """log sum_k w_k p_k(y) per test point (n,), p_k = N(y | mean_k, f_var_k + noise_k) (or its draws' mixture)."""
+    return logsumexp(jnp.log(pred.weights) + _mode_log_densities(pred, y), -1)
 
 
 def mode_log_density(pred: DagpPrediction, y, k: int) -> Array:
-    """log N(y | mean_k, f_var_k + noise_k): the predictive of one mode alone (n,)."""
-    var = pred.f_var[:, k] + pred.noise[k]
-    return -0.5 * (LOG_2PI + jnp.log(var) + (jnp.asarray(y) - pred.mean[:, k]) ** 2 / var)
+    """log p_k(y): the predictive of one mode alone (n,)."""
+    return _mode_log_densities(pred, y)[:, k]
+
+
+def _signal_predictive(p: dict, j: int, inner_count: int, X_new, key, num_samples: int) -> tuple[Array, Array]:
+    """Signal mode j's q(f_*) at X_new: mean and variance (n,) of its SVGP (shallow), or (S, n) for S draws through
+    its ``inner_count`` inner layers (``deep_gp.propagate``) followed by its last layer."""
+    kernel = SquaredExponential(p["variance_map"][j], p["lengthscale_map"][j])
+    q = sp.WhitenedQ(p["q_mean"][j], p["q_scale_tril"][j])
+
+    def last_layer(H):
+        pred = sp.sparse_predict(kernel, p["inducing_inputs"][j], q, H)
+        return pred.mean, pred.cov
+
+    if inner_count == 0:
+        return last_layer(X_new)
+    layers = [
+        deep_gp.DeepLayer(
+            SquaredExponential(p[f"mode{j}_variance_{layer}_map"], p[f"mode{j}_lengthscale_{layer}_map"]),
+            p[f"mode{j}_inducing_inputs_{layer}"],
+            p[f"mode{j}_q_mean_{layer}"],
+            p[f"mode{j}_q_scale_tril_{layer}"] + deep_gp.Q_SCALE_FLOOR * jnp.eye(q.mean.shape[0]),
+            identity_mean=True,
+        )
+        for layer in range(1, inner_count + 1)
+    ]
+
+    def one_draw(draw_key):
+        eps = jax.random.normal(draw_key, (inner_count, *X_new.shape))
+        return last_layer(deep_gp.propagate(layers, X_new, list(eps)))
+
+    return jax.vmap(one_draw)(jax.random.split(key, num_samples))
 
 
 def training_assignments(fit_: DagpFit) -> Array:

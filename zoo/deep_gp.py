@@ -92,6 +92,14 @@ def propagate(layers: list[DeepLayer], X: Array, eps: list[Array]) -> Array:
     return H
 
 
+def inner_layer_sample(kernel: Kernel, Z: Array, v: Array, H: Array, eps: Array) -> Array:
+    """One inner layer's draw given its whitened inducing values (eq. 2.88, identity mean):
+    h_l = h + a^T v_l + sqrt(k~) eps with a = L_ZZ^{-1} k(Z, h). H (B, W), v (W, M), eps (B, W) -> (B, W)."""
+    _, A = sp.whitened_projection(kernel, Z, H)  # (M, B)
+    k_tilde = jnp.maximum(kernel.diag(H) - jnp.sum(A**2, 0), 0.0)
+    return H + A.T @ v.T + jnp.sqrt(k_tilde)[:, None] * eps
+
+
 def dsvi_elbo(layers: list[DeepLayer], X: Array, y: Array, noise: Array, eps: list[Array]) -> Array:
     """One Monte-Carlo estimate of the DSVI bound (eq. 2.89) for given inner-layer noise ``eps`` (each (N, W)).
 
@@ -166,10 +174,8 @@ def dsvi(X, Z, y=None, num_layers=2, batch_size=None):
     with numpyro.plate("data", N, subsample_size=batch_size) as idx:
         H = X[idx]
         for layer in range(1, L):
-            _, A = sp.whitened_projection(kernels[layer - 1], Zs[layer - 1], H)  # (M, B)
-            k_tilde = jnp.maximum(kernels[layer - 1].diag(H) - jnp.sum(A**2, 0), 0.0)
             eps = numpyro.sample(f"eps_{layer}", dist.Normal(0.0, 1.0).expand([D]).to_event(1))
-            H = H + A.T @ vs[layer - 1].T + jnp.sqrt(k_tilde)[:, None] * eps
+            H = inner_layer_sample(kernels[layer - 1], Zs[layer - 1], vs[layer - 1], H, eps)
         # Last layer: the analytic E_{p(f|v)} log N(y | f, s2) of gp/svgp (notes 1.12 (f)).
         _, A = sp.whitened_projection(kernels[-1], Zs[-1], H)
         k_tilde = kernels[-1].diag(H) - jnp.sum(A**2, 0)
