@@ -4,8 +4,14 @@ Data (notes 3.2, ambiguity 9): 350 x-values ~ U[-2 pi, 2 pi], each with the curv
 and -1 - 3x/(8 pi) + 0.3 sin 2x, noise N(0, 0.005^2) (1050 points). Model as published: K = 4, SE kernels for the f^(k)
 and the assignment GPs alpha^(k), M = 25 per GP, the paper's objective (no q(a) entropy).
 Defaults we chose: Concrete temperature 0.5; noise priors LogNormal(-2, 1) (initial 0.1); random initial q(u) means
-(std 1) to break the symmetry of the identical modes, S = 0.01 I; Adam lr 0.03 cosine-decayed to 5 %, 2000 full-batch
-steps (--quick: 40 x-values, M = 8, 150 steps).
+(std 1) to break the symmetry of the identical modes, S = 0.01 I; Adam lr 0.03 cosine-decayed to 5 %, 6000 full-batch
+steps (--quick: 40 x-values, M = 8, 150 steps). At 2000 steps the bound was far from converged: 3 restarts reached
+final objectives 580 / -70 / -44 at 6000 steps against 230 ... -323 (5 restarts) at 2000. Starting the modes at
+y quantiles (``mode_init="levels"``) did not help here (47 / 151 / -253 at 6000): the three curves cross.
+Full run (2026-11-21, 288 s wall on one shared core): objectives 580 / -70 / -44 / -187 / 66, modes used 4 / 3 / 4 /
+4 / 3. NOT reproduced: even the best fit uses all 4 modes and its modes switch between curves where they meet
+(training assignments fragmented along each curve), where the published fit follows the three curves with three
+modes; the restarts are far from "equally good" (objective spread 770 nats at noise sd 0.005).
 Restarts (Fig 3.5): 5 fits from different random q(u) means and Monte-Carlo noise (``dagp.restart_fits``); Fig 3.4's
 panels and numbers use the one with the best final objective (3.7), estimated with 256 samples at the final params;
 kaiser_dagp_restarts.png shows all five side by side, as the thesis's Fig 3.5 does (retrained solutions with
@@ -29,7 +35,7 @@ CONFIG = dagp.dagp_config(4, temperature=0.5, init_spread=1.0)
 
 def main(quick: bool, out: Path) -> None:
     out = Path(out)
-    n, m, steps, restarts = (40, 8, 150, 1) if quick else (350, 25, 2000, 5)
+    n, m, steps, restarts = (40, 8, 150, 1) if quick else (350, 25, 6000, 5)
     data = multimodal(jax.random.PRNGKey(0), n)
     Z = sp.init_inducing(jax.random.PRNGKey(1), data.X, m)
     key = jax.random.PRNGKey(2)
