@@ -364,8 +364,9 @@ def initial_q_means(key, config: DagpConfig, Z, y=None) -> Array:
     mode_init="levels" the constant function at the y quantile (j + 1/2) / S for signal mode j, v = L^-1 c 1 with L
     the Cholesky of the guide's initial kernel at Z (f(Z) = L v). Why "levels": identical modes started near zero
     both fit all the data at first, and SVI then settles in "crossing" optima where each mode follows one curve here
-    and another there (tests/test_dagp.py, two curves: objective -130 ... -250 from 23 random starts, -103 from
-    levels). Without y (prior predictive) the levels are skipped."""
+    and another there (tests/test_dagp.py, two curves: objective -127 ... -260 from 48 random starts, -103 from
+    levels). They do not help when the modes' curves cross (kaiser_dagp_multimodal). Without y (prior predictive)
+    the levels are skipped."""
     S, M = len(config.signal_modes), Z.shape[0]
     noise = config.init_spread * jax.random.normal(key, (S, M))
     if config.mode_init == "random" or y is None:
