@@ -155,11 +155,10 @@ def run_once(seed: int, s: dict) -> tuple[list[dict], dict]:
             {"model": f"{model} default sub-model", **scores(fit_, sets, SETS[2:4], seed, default_mode)},
             {"model": f"{model} short sub-model", **scores(fit_, sets, SETS[4:], seed, short_mode)},
         ]
-        tag = model.lower().replace(" ", "")
         accuracy = np.mean(q_a.argmax(1) == np.where(labels == 0, default_mode, short_mode))
-        extra[f"{tag}_assignment_accuracy"] = float(accuracy)
-        extra[f"{tag}_modes_distinct"] = default_mode != short_mode
-        extra[f"{tag}_s"] = time.perf_counter() - start
+        extra[run_column(model, "assignment_accuracy")] = float(accuracy)
+        extra[run_column(model, "modes_distinct")] = default_mode != short_mode
+        extra[run_column(model, "s")] = time.perf_counter() - start
     baselines = (("GPR Mixed", "mixed_train"), ("GPR Default", "default_train"), ("GPR Short", "short_train"))
     for model, train_set in baselines:
         gpr = train(*sets[train_set], GPR_CONFIG, seed, s)
@@ -168,6 +167,11 @@ def run_once(seed: int, s: dict) -> tuple[list[dict], dict]:
     for row in rows:
         row["run"] = seed
     return rows, extra
+
+
+def run_column(model: str, quantity: str) -> str:
+    """The runs.csv column of one DAGP variant's quantity, e.g. ``dagp2_assignment_accuracy``."""
+    return f"{model.lower().replace(' ', '')}_{quantity}"
 
 
 def summarise(rows: list[dict]) -> dict[tuple[str, str], tuple[float, float, int]]:
@@ -227,7 +231,7 @@ def main(quick: bool, out: Path) -> None:
             }
         )
     wall = time.perf_counter() - start
-    accuracy = {m: np.mean([e[f"{m.lower().replace(' ', '')}_assignment_accuracy"] for e in extras]) for m in s["dagp"]}
+    accuracy = {m: np.mean([e[run_column(m, "assignment_accuracy")] for e in extras]) for m in s["dagp"]}
     preamble = (
         __doc__ + f"\nThis run: {len(extras)} of {s['runs']} planned run(s) (no new run after {s['budget_s']:.0f} s),"
         f" {s['n_train']} + {s['n_train']} training points, {s['n_test']} test points"

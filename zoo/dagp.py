@@ -302,18 +302,9 @@ def dagp_program(X, Z, y=None, batch_size=None, config: DagpConfig = NOISE_SEPAR
 
 
 def inner_layer_sites(j: int, count: int, Z) -> list[tuple[SquaredExponential, Array, Array]]:
-    """Signal mode j's inner deep-GP layers l = 1..count (DSVI, identity mean, width D; ``zoo.deep_gp``) as
-    (kernel, inducing inputs, whitened v): sites ``mode{j}_lengthscale_{l}`` (D,), ``mode{j}_variance_{l}`` with the
-    LogNormal(0, 1) priors of the shallow modes, ``mode{j}_v_{l}`` (D, M); param ``mode{j}_inducing_inputs_{l}``."""
-    M, D = Z.shape
-    layers = []
-    for layer in range(1, count + 1):
-        ls = numpyro.sample(f"mode{j}_lengthscale_{layer}", dist.LogNormal(0.0, 1.0).expand([D]).to_event(1))
-        var = numpyro.sample(f"mode{j}_variance_{layer}", dist.LogNormal(0.0, 1.0))
-        Zl = numpyro.param(f"mode{j}_inducing_inputs_{layer}", Z)
-        v = numpyro.sample(f"mode{j}_v_{layer}", dist.Normal(0.0, 1.0).expand([D, M]).to_event(2))
-        layers.append((SquaredExponential(var, ls), Zl, v))
-    return layers
+    """Signal mode j's inner deep-GP layers l = 1..count (DSVI, identity mean, width D) as (kernel, inducing inputs,
+    whitened v): ``deep_gp.layer_sites`` with sites named ``mode{j}_lengthscale_{l}``, ``mode{j}_v_{l}`` etc."""
+    return [deep_gp.layer_sites(layer, Z.shape[1], Z, prefix=f"mode{j}_") for layer in range(1, count + 1)]
 
 
 def through_inner_layers(j: int, layers: list, H) -> Array:
@@ -416,20 +407,10 @@ def dagp_guide(X, Z, y=None, batch_size=None, config: DagpConfig = NOISE_SEPARAT
 
 
 def inner_layer_guide(j: int, count: int, M: int, D: int) -> None:
-    """q of mode j's inner layers as in ``deep_gp.dsvi_guide``: point masses on their hyperparameters and
-    q(v_l) = N(0, 1e-5 I) per output at the start (each inner layer starts as the identity map)."""
+    """q of mode j's inner layers as in ``deep_gp.dsvi_guide`` (``deep_gp.layer_guide``): point masses on their
+    hyperparameters and q(v_l) = N(0, 1e-5 I) per output at the start (each inner layer starts as the identity map)."""
     for layer in range(1, count + 1):
-        for name, shape in ((f"mode{j}_lengthscale_{layer}", (D,)), (f"mode{j}_variance_{layer}", ())):
-            value = _positive(name, 1.0, shape)
-            numpyro.sample(name, dist.Delta(value, event_dim=len(shape)))
-        mean = numpyro.param(f"mode{j}_q_mean_{layer}", jnp.zeros((D, M)))
-        tril = numpyro.param(
-            f"mode{j}_q_scale_tril_{layer}",
-            math.sqrt(deep_gp.INNER_Q_VARIANCE) * jnp.broadcast_to(jnp.eye(M), (D, M, M)),
-            constraint=constraints.lower_cholesky,
-        )
-        floored = tril + deep_gp.Q_SCALE_FLOOR * jnp.eye(M)
-        numpyro.sample(f"mode{j}_v_{layer}", dist.MultivariateNormal(mean, scale_tril=floored).to_event(1))
+        deep_gp.layer_guide(layer, D, M, D, math.sqrt(deep_gp.INNER_Q_VARIANCE), prefix=f"mode{j}_")
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -594,16 +575,7 @@ def _signal_predictive(p: dict, j: int, inner_count: int, X_new, key, num_sample
 
     if inner_count == 0:
         return last_layer(X_new)
-    layers = [
-        deep_gp.DeepLayer(
-            SquaredExponential(p[f"mode{j}_variance_{layer}_map"], p[f"mode{j}_lengthscale_{layer}_map"]),
-            p[f"mode{j}_inducing_inputs_{layer}"],
-            p[f"mode{j}_q_mean_{layer}"],
-            p[f"mode{j}_q_scale_tril_{layer}"] + deep_gp.Q_SCALE_FLOOR * jnp.eye(q.mean.shape[0]),
-            identity_mean=True,
-        )
-        for layer in range(1, inner_count + 1)
-    ]
+    layers = [deep_gp.layer_from_params(p, layer, True, prefix=f"mode{j}_") for layer in range(1, inner_count + 1)]
 
     def one_draw(draw_key):
         eps = jax.random.normal(draw_key, (inner_count, *X_new.shape))

@@ -144,11 +144,45 @@ def check_layers(num_layers: Any) -> int:
         raise OptionError(str(exc)) from None
 
 
-def _layer_hyperparameters(layer: int, D: int) -> Kernel:
-    """Sites ``lengthscale_{l}`` (D,), ``variance_{l}`` with the LogNormal(0, 1) priors of gp/regression."""
-    lengthscale = numpyro.sample(f"lengthscale_{layer}", dist.LogNormal(0.0, 1.0).expand([D]).to_event(1))
-    variance = numpyro.sample(f"variance_{layer}", dist.LogNormal(0.0, 1.0))
-    return SquaredExponential(variance, lengthscale)
+def layer_sites(layer: int, width: int, Z: Array, prefix: str = "") -> tuple[Kernel, Array, Array]:
+    """Layer l's model sites, named ``{prefix}...``: ``lengthscale_{l}`` (D,), ``variance_{l}`` with the
+    LogNormal(0, 1) priors of gp/regression, ``v_{l}`` (width, M) ~ N(0, I); param ``inducing_inputs_{l}`` starting
+    at Z (M, D). Returns (kernel, inducing inputs, v). ``zoo.dagp``'s deep modes use it with prefix ``mode{j}_``."""
+    D = Z.shape[1]
+    lengthscale = numpyro.sample(f"{prefix}lengthscale_{layer}", dist.LogNormal(0.0, 1.0).expand([D]).to_event(1))
+    variance = numpyro.sample(f"{prefix}variance_{layer}", dist.LogNormal(0.0, 1.0))
+    Z_layer = numpyro.param(f"{prefix}inducing_inputs_{layer}", Z)
+    v = numpyro.sample(f"{prefix}v_{layer}", dist.Normal(0.0, 1.0).expand([width, Z.shape[0]]).to_event(2))
+    return SquaredExponential(variance, lengthscale), Z_layer, v
+
+
+def layer_guide(layer: int, width: int, M: int, D: int, q_scale: float, prefix: str = "") -> None:
+    """Layer l's guide, named as ``layer_sites``: point masses ``{prefix}lengthscale_{l}_map`` and
+    ``{prefix}variance_{l}_map`` starting at 1, and q(v_l) = N(m, S) per output with m = 0 and S = q_scale^2 I at the
+    start (the Cholesky factor floored by Q_SCALE_FLOOR)."""
+    for name, shape in ((f"{prefix}lengthscale_{layer}", (D,)), (f"{prefix}variance_{layer}", ())):
+        value = numpyro.param(f"{name}_map", jnp.full(shape, 1.0), constraint=constraints.positive)
+        numpyro.sample(name, dist.Delta(value, event_dim=len(shape)))
+    mean = numpyro.param(f"{prefix}q_mean_{layer}", jnp.zeros((width, M)))
+    tril = numpyro.param(
+        f"{prefix}q_scale_tril_{layer}",
+        q_scale * jnp.broadcast_to(jnp.eye(M), (width, M, M)),
+        constraint=constraints.lower_cholesky,
+    )
+    floored = tril + Q_SCALE_FLOOR * jnp.eye(M)
+    numpyro.sample(f"{prefix}v_{layer}", dist.MultivariateNormal(mean, scale_tril=floored).to_event(1))
+
+
+def layer_from_params(params: dict, layer: int, identity_mean: bool, prefix: str = "") -> DeepLayer:
+    """Layer l as a DeepLayer from the guide's (constrained) parameters of ``layer_guide``."""
+    tril = params[f"{prefix}q_scale_tril_{layer}"]
+    return DeepLayer(
+        SquaredExponential(params[f"{prefix}variance_{layer}_map"], params[f"{prefix}lengthscale_{layer}_map"]),
+        params[f"{prefix}inducing_inputs_{layer}"],
+        params[f"{prefix}q_mean_{layer}"],
+        tril + Q_SCALE_FLOOR * jnp.eye(tril.shape[-1]),
+        identity_mean=identity_mean,
+    )
 
 
 def layer_widths(D: int, num_layers: int) -> list[int]:
@@ -165,21 +199,18 @@ def dsvi(X, Z, y=None, num_layers=2, batch_size=None):
     L = check_layers(num_layers)
     sp.check_sparse_data(X, y, Z)
     N, D = X.shape
-    kernels, Zs, vs = [], [], []
-    for layer, width in enumerate(layer_widths(D, L), start=1):
-        kernels.append(_layer_hyperparameters(layer, D))
-        Zs.append(numpyro.param(f"inducing_inputs_{layer}", Z))
-        vs.append(numpyro.sample(f"v_{layer}", dist.Normal(0.0, 1.0).expand([width, Z.shape[0]]).to_event(2)))
+    layers = [layer_sites(layer, width, Z) for layer, width in enumerate(layer_widths(D, L), start=1)]
     noise = numpyro.sample("noise", dist.LogNormal(-2.0, 1.0))
     with numpyro.plate("data", N, subsample_size=batch_size) as idx:
         H = X[idx]
         for layer in range(1, L):
             eps = numpyro.sample(f"eps_{layer}", dist.Normal(0.0, 1.0).expand([D]).to_event(1))
-            H = inner_layer_sample(kernels[layer - 1], Zs[layer - 1], vs[layer - 1], H, eps)
+            H = inner_layer_sample(*layers[layer - 1], H, eps)
         # Last layer: the analytic E_{p(f|v)} log N(y | f, s2) of gp/svgp (notes 1.12 (f)).
-        _, A = sp.whitened_projection(kernels[-1], Zs[-1], H)
-        k_tilde = kernels[-1].diag(H) - jnp.sum(A**2, 0)
-        numpyro.sample("y", dist.Normal(A.T @ vs[-1][0], jnp.sqrt(noise)), obs=None if y is None else y[idx])
+        kernel, Z_last, v_last = layers[-1]
+        _, A = sp.whitened_projection(kernel, Z_last, H)
+        k_tilde = kernel.diag(H) - jnp.sum(A**2, 0)
+        numpyro.sample("y", dist.Normal(A.T @ v_last[0], jnp.sqrt(noise)), obs=None if y is None else y[idx])
         numpyro.factor("dsvi_trace", -0.5 * k_tilde / noise)
 
 
@@ -192,18 +223,7 @@ def dsvi_guide(X, Z, y=None, num_layers=2, batch_size=None):
     N, D = X.shape
     M = Z.shape[0]
     for layer, width in enumerate(layer_widths(D, L), start=1):
-        for name, init, shape in ((f"lengthscale_{layer}", 1.0, (D,)), (f"variance_{layer}", 1.0, ())):
-            value = numpyro.param(f"{name}_map", jnp.full(shape, init), constraint=constraints.positive)
-            numpyro.sample(name, dist.Delta(value, event_dim=len(shape)))
-        scale = 1.0 if layer == L else np.sqrt(INNER_Q_VARIANCE)
-        mean = numpyro.param(f"q_mean_{layer}", jnp.zeros((width, M)))
-        tril = numpyro.param(
-            f"q_scale_tril_{layer}",
-            scale * jnp.broadcast_to(jnp.eye(M), (width, M, M)),
-            constraint=constraints.lower_cholesky,
-        )
-        floored = tril + Q_SCALE_FLOOR * jnp.eye(M)
-        numpyro.sample(f"v_{layer}", dist.MultivariateNormal(mean, scale_tril=floored).to_event(1))
+        layer_guide(layer, width, M, D, 1.0 if layer == L else np.sqrt(INNER_Q_VARIANCE))
     noise = numpyro.param("noise_map", jnp.asarray(0.1), constraint=constraints.positive)
     numpyro.sample("noise", dist.Delta(noise))
     with numpyro.plate("data", N, subsample_size=batch_size):
@@ -213,18 +233,7 @@ def dsvi_guide(X, Z, y=None, num_layers=2, batch_size=None):
 
 def layers_from_params(params: dict, num_layers: int) -> tuple[list[DeepLayer], Array]:
     """DeepLayers and the noise from the guide's (constrained) parameters, e.g. ``svi.get_params(state)``."""
-    layers = []
-    for layer in range(1, num_layers + 1):
-        kernel = SquaredExponential(params[f"variance_{layer}_map"], params[f"lengthscale_{layer}_map"])
-        layers.append(
-            DeepLayer(
-                kernel,
-                params[f"inducing_inputs_{layer}"],
-                params[f"q_mean_{layer}"],
-                params[f"q_scale_tril_{layer}"] + Q_SCALE_FLOOR * jnp.eye(params[f"q_scale_tril_{layer}"].shape[-1]),
-                identity_mean=layer < num_layers,
-            )
-        )
+    layers = [layer_from_params(params, layer, identity_mean=layer < num_layers) for layer in range(1, num_layers + 1)]
     return layers, params["noise_map"]
 
 
