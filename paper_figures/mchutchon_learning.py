@@ -37,8 +37,6 @@ Not a checked claim: on the cart-pole the GP-prior pseudo-targets (PGAS-EM+GP) o
 and NaN simulations).
 """
 
-import hashlib
-import pickle
 import time
 from collections.abc import Callable
 from functools import partial
@@ -51,9 +49,9 @@ import numpy as np
 from scipy.stats import rankdata
 
 import inference
-from benchmarks.store import atomic_write_bytes
 from inference import gpssm_metrics as gm
 from inference.program import observed_args
+from paper_figures._cache import cached
 from paper_figures._tables import markdown_table, read_published, write_comparison, write_csv
 from zoo import gp, gpssm, moments, nigp, ssm
 from zoo.data import ssm_systems
@@ -471,21 +469,10 @@ def main(quick: bool, out: Path) -> None:
 
 
 def cached_row(folder: Path | None, problem: Problem, sizes: dict, method: str, options: dict, repeat: int):
-    """``run_once``'s row and its wall time (s): loaded from ``folder`` when a run with the same sizes, options and
-    repeat finished before, else run and saved there (atomically, so an interrupted full run -- hours on 2 cores --
-    resumes where it stopped). Delete the folder to recompute; ``folder=None`` never caches."""
-    key = repr((problem.name, sorted(sizes.items()), method, sorted(options.items()))).encode()
-    name = f"{problem.name}-{method}-{repeat}-{hashlib.sha1(key).hexdigest()[:10]}.pkl"
-    path = folder / name if folder else None
-    if path is not None and path.exists():
-        print(f"[{problem.name}] {method} (repeat {repeat}): reusing {path}", flush=True)
-        return pickle.loads(path.read_bytes())
-    start = time.perf_counter()
-    result = (jax.device_get(run_once(problem, method, options, repeat)), time.perf_counter() - start)
-    if path is not None:
-        folder.mkdir(parents=True, exist_ok=True)
-        atomic_write_bytes(path, pickle.dumps(result))
-    return result
+    """``run_once``'s row and its wall time (s), kept in ``folder`` (``_cache.cached``) under the system, method,
+    repeat and a hash of the sizes and options, so an interrupted full run resumes where it stopped."""
+    key = (problem.name, sorted(sizes.items()), method, sorted(options.items()))
+    return cached(folder, f"{problem.name}-{method}-{repeat}", key, lambda: run_once(problem, method, options, repeat))
 
 
 def report(out: Path, rows: list[dict], kink: Problem, wall_s: float) -> None:
