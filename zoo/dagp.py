@@ -33,6 +33,9 @@ the guide (MAP; the thesis uses type-II ML plus an unspecified noise prior, ambi
 Training: ``fit`` (Adam on the negative bound), ``restart_fits`` / ``fit_restarts`` (several restarts, one compiled
 run, each scored by ``final_objective``, a many-sample estimate of the bound at its final params; the bound has poor
 local optima, e.g. one broad mode covering all the data, and equally good relabelled ones, Kaiser 2021 Fig 3.5).
+How the modes start (``mode_init``; the texts leave it open, ambiguity 3): random q(v) means, constants at y
+quantiles ("levels"), or assignments from trimmed GP fits ("trimmed", ``zoo.trimmed``: one function's points at a
+time), which is what separates the two systems of the mixed cart-pole.
 
 Predictions (3.8): per mode the SVGP Gaussian q(f_*^(k)), and the predictive assignment probabilities
 E_{q(alpha_*)}[softmax(alpha_*)] by Monte Carlo (``predict``); ``mixture_log_density`` scores a test point.
@@ -54,7 +57,7 @@ from jax.scipy.special import logsumexp
 from numpyro.distributions import constraints
 from numpyro.infer import SVI, Trace_ELBO
 
-from zoo import deep_gp, gp
+from zoo import deep_gp, gp, trimmed
 from zoo import sparse as sp
 from zoo.data.association import choicenet, choicenet_test
 from zoo.errors import OptionError
@@ -64,7 +67,8 @@ from zoo.registry import Dataset, ModelSpec, frozen, register
 Array = Any
 LOG_2PI = math.log(2.0 * math.pi)
 KERNELS = ("se", "white")
-MODE_INITS = ("random", "levels")
+MODE_INITS = ("random", "levels", "trimmed")
+TRIMMED_LOGIT = 4.0  # mode_init="trimmed": q(a_n) starts at softmax(+-4): 0.9997 on the peeled mode
 INITIAL_KERNEL = SquaredExponential(1.0, 1.0)  # the guide's starting variance and lengthscale of every GP
 Q_SCALE_INIT = 0.1  # initial Cholesky factor of every q(v): S = 0.01 I
 DRAW_BATCH = 16  # draws through a deep mode's inner layers evaluated at once in ``predict``
@@ -78,8 +82,10 @@ class DagpConfig(NamedTuple):
     prior on each mode's noise variance; noise_init: initial noise variances of the guide; init_spread: std of the
     random initial q(v^(k)) means (breaks the symmetry of identical modes, ambiguity 3); mode_init: "random" (q(v^(k))
     means N(0, init_spread^2)) or "levels" (each SE mode starts as a constant at its own quantile of y, plus that
-    random spread; see ``initial_q_means``); depths: layers per mode (1 = a shallow SVGP mode; L > 1 = a DSVI deep GP
-    of L SE layers whose inner layers have the identity mean and width D, eqs. 3.9-3.12; white modes have depth 1).
+    random spread; see ``initial_q_means``) or "trimmed" (q(v^(k)) means as "random", and every point's assignment
+    starts on the mode whose trimmed GP fit took it, ``zoo.trimmed.peel``; all modes "se"); depths: layers per
+    mode (1 = a shallow SVGP mode; L > 1 = a DSVI deep GP of L SE layers whose inner layers have the identity mean
+    and width D, eqs. 3.9-3.12; white modes have depth 1).
     """
 
     kernels: tuple[str, ...] = ("se", "se")
@@ -143,6 +149,8 @@ def dagp_config(
         raise OptionError(f"dagp: a white mode has no GP layers, so its depth must be 1 (depths {depths}).")
     if mode_init not in MODE_INITS:
         raise OptionError(f"dagp: mode_init must be one of {MODE_INITS}, got {mode_init!r}.")
+    if mode_init == "trimmed" and "white" in kernels:
+        raise OptionError("dagp: mode_init='trimmed' peels one smooth function per mode, so every kernel must be 'se'.")
     depths = tuple(int(d) for d in depths)
     return DagpConfig(
         kernels, float(temperature), bool(assignment_entropy), noise_prior, noise_init, init_spread, mode_init, depths
@@ -361,7 +369,7 @@ def initial_q_means(key, config: DagpConfig, Z, y=None) -> Array:
     the levels are skipped."""
     S, M = len(config.signal_modes), Z.shape[0]
     noise = config.init_spread * jax.random.normal(key, (S, M))
-    if config.mode_init == "random" or y is None:
+    if config.mode_init != "levels" or y is None:
         return noise
     levels = jnp.quantile(jnp.asarray(y), (jnp.arange(S) + 0.5) / S)
     L = gp.cholesky(INITIAL_KERNEL(Z))
@@ -428,7 +436,8 @@ class DagpFit(NamedTuple):
 def fit(
     X, y, Z, config: DagpConfig, key, steps: int = 3000, lr: float = 0.01, num_particles: int = 1, batch_size=None
 ) -> DagpFit:
-    """MAP/variational training of the DAGP program with its guide: Adam (``lr``, cosine-decayed to 5 %).
+    """MAP/variational training of the DAGP program with its guide: Adam (``lr``, cosine-decayed to 5 %). With
+    config.mode_init="trimmed" the assignment logits start at +-TRIMMED_LOGIT on the modes of ``trimmed.peel``.
 
     Raises OptionError (before compiling) for an invalid config (``validated``) or steps < 1.
     """
@@ -436,7 +445,12 @@ def fit(
     if isinstance(steps, bool) or not isinstance(steps, int | np.integer) or steps < 1:
         raise OptionError(f"dagp: steps must be an integer >= 1, got {steps!r}.")
     run = _training_run(config, int(steps), float(lr), num_particles, batch_size)
-    params, elbo = run(key, jnp.asarray(X), jnp.asarray(Z), jnp.asarray(y))
+    init_params = None
+    if config.mode_init == "trimmed":
+        key, peel_key = jax.random.split(key)
+        labels = trimmed.peel(peel_key, X, y, config.num_modes)
+        init_params = {"assignment_logits": TRIMMED_LOGIT * (2.0 * jax.nn.one_hot(labels, config.num_modes) - 1.0)}
+    params, elbo = run(key, jnp.asarray(X), jnp.asarray(Z), jnp.asarray(y), init_params)
     return DagpFit(params, elbo, config)
 
 
@@ -449,9 +463,9 @@ def _training_run(config: DagpConfig, steps: int, lr: float, num_particles: int,
     svi = SVI(program, guide, optimiser, Trace_ELBO(num_particles=num_particles))
 
     @jax.jit
-    def run(key, X, Z, y):
+    def run(key, X, Z, y, init_params=None):
         data = {"X": X, "Z": Z, "y": y, "batch_size": batch_size}
-        state = svi.init(key, **data)
+        state = svi.init(key, init_params=init_params, **data)
         state, losses = jax.lax.scan(lambda s, _: svi.update(s, **data), state, None, length=steps)
         return svi.get_params(state), -losses
 
