@@ -28,7 +28,6 @@ import jax.numpy as jnp
 import numpy as np
 import numpyro
 import numpyro.distributions as dist
-import optax
 from numpyro.contrib.control_flow import scan
 
 from zoo import gp, moments, ssm
@@ -146,27 +145,14 @@ class AR1GP(NamedTuple):
 
 @partial(jax.jit, static_argnames="num_steps")
 def _fit_ar1(X, R, num_steps: int):
-    """ML-II by Adam on log hyperparameters (learning rate 0.05), per output dim (R: residual targets (N, D)).
-
-    Adam with a fixed step count rather than L-BFGS: each step costs exactly one N x N factorisation (a line search
-    multiplies that on data of a few hundred transitions), and this is only the initialisation of Algorithm 1."""
+    """ML-II by Adam on log hyperparameters (``gp.fit_se_ml2``, learning rate 0.05), per output dim (R: residual
+    targets (N, D)); this is only the initialisation of Algorithm 1."""
     scale = jnp.std(X, 0) + 1e-3
 
     def fit(r):
-        def nlml(log_p):
-            kern = SquaredExponential(jnp.exp(log_p[0]), jnp.exp(log_p[2:]))
-            return -gp.log_marginal_likelihood(kern, X, r, jnp.exp(log_p[1]))
-
         var = jnp.var(r) + 1e-6
         init = jnp.concatenate([jnp.log(jnp.array([var, 0.1 * var])), jnp.log(scale)])
-        solver = optax.adam(0.05)
-
-        def step(carry, _):
-            p, state = carry
-            updates, state = solver.update(jax.grad(nlml)(p), state, p)
-            return (optax.apply_updates(p, updates), state), None
-
-        return jax.lax.scan(step, (init, solver.init(init)), None, length=num_steps)[0][0]
+        return gp.fit_se_ml2(init, X, r, num_steps)
 
     return jax.vmap(fit)(R.T)
 

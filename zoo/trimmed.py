@@ -27,39 +27,13 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-import optax
 
 from zoo import gp
-from zoo.kernels import SquaredExponential
 
 Array = Any
 START_SIZE = 2
 CONCENTRATION_STEPS = 3
-HYPER_STEPS = 100  # Adam steps of each type-II ML fit (warm-started from the previous subset's)
-HYPER_LR = 0.05
-
-
-def _kernel_and_noise(log_params: dict) -> tuple[SquaredExponential, Array]:
-    kernel = SquaredExponential(jnp.exp(log_params["variance"]), jnp.exp(log_params["lengthscale"]))
-    return kernel, jnp.exp(log_params["noise"])
-
-
-def fit_hyperparameters(log_params: dict, X: Array, y: Array) -> dict:
-    """Type-II ML of an SE kernel and noise variance on (X (h, D), y (h,)): Adam on the log parameters."""
-
-    def loss(p):
-        kernel, noise = _kernel_and_noise(p)
-        return -gp.log_marginal_likelihood(kernel, X, y, noise)
-
-    optimiser = optax.adam(HYPER_LR)
-
-    def step(carry, _):
-        p, state = carry
-        updates, state = optimiser.update(jax.grad(loss)(p), state)
-        return (optax.apply_updates(p, updates), state), None
-
-    (log_params, _), _ = jax.lax.scan(step, (log_params, optimiser.init(log_params)), None, length=HYPER_STEPS)
-    return log_params
+HYPER_STEPS = 100  # Adam steps (gp.fit_se_ml2) of each type-II ML fit, warm-started from the previous subset's
 
 
 def subset_sizes(h: int) -> list[int]:
@@ -74,10 +48,10 @@ def subset_sizes(h: int) -> list[int]:
 def best_subset(key, X: Array, y: Array, h: int, starts: int) -> Array:
     """Indices (h,) of the h points of (X (n, D), y (n,)) best explained by one GP (module docstring). y on a unit
     scale: the first subset is chosen with unit variance and lengthscales and noise variance 0.1."""
-    initial = {"variance": jnp.array(0.0), "lengthscale": jnp.zeros(X.shape[1]), "noise": jnp.log(jnp.array(0.1))}
+    initial = jnp.concatenate([jnp.array([0.0, jnp.log(0.1)]), jnp.zeros(X.shape[1])])  # layout of gp.se_from_log
 
     def grown(subset, log_params, size):
-        kernel, noise = _kernel_and_noise(log_params)
+        kernel, noise = gp.se_from_log(log_params)
         mean = gp.predict(kernel, X[subset], y[subset], noise, X, full_cov=False).mean
         return jnp.argsort(jnp.abs(y - mean))[:size]
 
@@ -87,10 +61,10 @@ def best_subset(key, X: Array, y: Array, h: int, starts: int) -> Array:
         if len(sizes) > 1:  # too few points to fit hyperparameters to: the first step uses the initial ones
             subset = grown(subset, log_params, sizes[1])
         for size in sizes[2:] + [h] * CONCENTRATION_STEPS:
-            log_params = fit_hyperparameters(log_params, X[subset], y[subset])
+            log_params = gp.fit_se_ml2(log_params, X[subset], y[subset], HYPER_STEPS)
             subset = grown(subset, log_params, size)
-        log_params = fit_hyperparameters(log_params, X[subset], y[subset])
-        kernel, noise = _kernel_and_noise(log_params)
+        log_params = gp.fit_se_ml2(log_params, X[subset], y[subset], HYPER_STEPS)
+        kernel, noise = gp.se_from_log(log_params)
         return subset, gp.log_marginal_likelihood(kernel, X[subset], y[subset], noise)
 
     subsets, evidence = jax.lax.map(from_start, jax.random.split(key, starts))
