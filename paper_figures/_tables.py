@@ -13,6 +13,15 @@ def read_published(script_file: str) -> list[dict[str, str]]:
         return list(csv.DictReader(handle))
 
 
+def mean_and_se(values) -> tuple[float, float]:
+    """Mean and standard error of the mean over repeated runs (se nan for a single run)."""
+    import numpy as np
+
+    values = np.asarray(values, float)
+    se = float(values.std(ddof=1) / np.sqrt(len(values))) if len(values) > 1 else float("nan")
+    return float(values.mean()), se
+
+
 def write_csv(path: Path, rows: Sequence[Mapping[str, Any]]) -> None:
     fields: list[str] = []
     for row in rows:

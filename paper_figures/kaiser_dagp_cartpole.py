@@ -53,7 +53,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from paper_figures._cache import cached
-from paper_figures._tables import read_published, write_comparison, write_csv
+from paper_figures._tables import mean_and_se, read_published, write_comparison, write_csv
 from zoo import dagp
 from zoo import sparse as sp
 from zoo.data.association import DEFAULT_POLE, SHORT_POLE, cartpole, mixed_cartpole
@@ -209,8 +209,7 @@ def summarise(rows: list[dict]) -> dict[tuple[str, str], tuple[float, float, int
         for name in SETS:
             values = np.array([r[name] for r in rows if r["model"] == model and name in r])
             if len(values):
-                se = float(values.std(ddof=1) / np.sqrt(len(values))) if len(values) > 1 else float("nan")
-                out[(model, name)] = (float(values.mean()), se, len(values))
+                out[(model, name)] = (*mean_and_se(values), len(values))
     return out
 
 

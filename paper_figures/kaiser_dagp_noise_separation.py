@@ -63,7 +63,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from paper_figures._cache import cached
-from paper_figures._tables import read_published, write_comparison, write_csv
+from paper_figures._tables import mean_and_se, read_published, write_comparison, write_csv
 from zoo import dagp, gp, nigp
 from zoo import sparse as sp
 from zoo.data.association import choicenet, choicenet_test
@@ -169,11 +169,9 @@ def main(quick: bool, out: Path) -> None:
 
 
 def mean_se(rows: list[dict], column: str, digits: int) -> str:
-    """ "mean +- standard error" of ``column`` over ``rows`` (the mean alone for one row)."""
-    values = np.array([r[column] for r in rows], float)
-    if len(values) == 1:
-        return f"{values[0]:.{digits}f}"
-    return f"{values.mean():.{digits}f} +- {values.std(ddof=1) / np.sqrt(len(values)):.{digits}f}"
+    """Mean +- standard error of ``column`` over ``rows``, as text (the mean alone for one row)."""
+    mean, se = mean_and_se([r[column] for r in rows])
+    return f"{mean:.{digits}f}" if len(rows) == 1 else f"{mean:.{digits}f} +- {se:.{digits}f}"
 
 
 def plot(out: Path, rows, panels) -> None:
