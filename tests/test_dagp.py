@@ -72,7 +72,31 @@ def test_fit_rejects_bad_config_before_compiling(config, match):
         dagp.fit(X, y, X[:3], config, jax.random.PRNGKey(0), steps=5)
     with pytest.raises(OptionError, match="steps"):
         dagp.fit(X, y, X[:3], dagp.dagp_config(2), jax.random.PRNGKey(0), steps=0)
+    with pytest.raises(OptionError, match="entropy_warmup"):
+        dagp.fit(X, y, X[:3], dagp.dagp_config(2), jax.random.PRNGKey(0), steps=5, entropy_warmup=-1)
+    with pytest.raises(OptionError, match="already has it"):
+        entropy = dagp.dagp_config(2, assignment_entropy=True)
+        dagp.fit(X, y, X[:3], entropy, jax.random.PRNGKey(0), steps=5, entropy_warmup=3)
     assert dagp._training_run.cache_info().misses == built
+
+
+def test_entropy_warmup_runs_the_entropy_objective_first(monkeypatch):
+    """fit with entropy_warmup: a run of the objective with the q(a) entropy, then ``config``'s objective started
+    from its params (training runs stubbed: this checks the order and hand-over)."""
+    calls = []
+
+    def fake_training_run(config, steps, lr, num_particles, batch_size):
+        def run(key, X, Z, y, init_params=None):
+            calls.append((config.assignment_entropy, steps, init_params))
+            return {"run": len(calls)}, jnp.zeros(steps)
+
+        return run
+
+    monkeypatch.setattr(dagp, "_training_run", fake_training_run)
+    X = np.linspace(-1.0, 1.0, 8)[:, None]
+    fitted = dagp.fit(X, X[:, 0], X[:3], dagp.dagp_config(2), jax.random.PRNGKey(0), steps=5, entropy_warmup=3)
+    assert calls == [(True, 3, None), (False, 5, {"run": 1})]
+    assert fitted.params == {"run": 2} and fitted.elbo.shape == (5,)
 
 
 def test_exact_program_sums_out_assignments():
@@ -302,7 +326,7 @@ def test_restarts_keep_the_best_final_objective(monkeypatch):
     path runs in the slow NUTS-vs-SVI test and the figure scripts.)"""
     keys, values = [], iter([-5.0, -2.0, -7.0])
 
-    def fake_fit(X, y, Z, config, key, steps, lr, num_particles):
+    def fake_fit(X, y, Z, config, key, steps, lr, num_particles, entropy_warmup):
         keys.append(tuple(np.asarray(jax.random.key_data(key)).ravel()))
         return dagp.DagpFit({"id": len(keys)}, None, config)
 
