@@ -533,8 +533,8 @@ def restart_fits(
     config.init_spread > 0, and different Monte-Carlo noise), each with ``final_elbo`` set by ``final_objective``
     (one shared evaluation key). The training run is jitted once and reused for every restart (``_training_run`` is
     cached per setting), so restarts cost no recompilation. One restart is ``fit`` with ``key`` itself and is not
-    scored (nothing to choose between; the many-sample bound would cost a compilation). Raises OptionError for
-    restarts < 1 (and as ``fit``)."""
+    scored (nothing to choose between; the many-sample bound would cost a compilation). ``entropy_warmup`` as in
+    ``fit``. Raises OptionError for restarts < 1 (and as ``fit``)."""
     if isinstance(restarts, bool) or not isinstance(restarts, int | np.integer) or restarts < 1:
         raise OptionError(f"dagp: restarts must be an integer >= 1, got {restarts!r}.")
     if restarts == 1:
