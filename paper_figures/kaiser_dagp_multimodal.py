@@ -49,7 +49,7 @@ def main(quick: bool, out: Path) -> None:
     data = multimodal(jax.random.PRNGKey(0), n)
     Z = sp.init_inducing(jax.random.PRNGKey(1), data.X, m)
     key = jax.random.PRNGKey(2)
-    fits = dagp.restart_fits(data.X, data.y, Z, CONFIG, key, restarts, steps, 0.03, entropy_warmup=warmup)
+    fits = dagp.restart_fits(data.X, data.y, Z, CONFIG, key, restarts, steps=steps, lr=0.03, entropy_warmup=warmup)
     best = max(range(len(fits)), key=lambda i: fits[i].final_elbo)  # one unscored fit in --quick
     fit = fits[best]
     grid = jnp.linspace(-10.0, 10.0, 400)[:, None]

@@ -326,7 +326,7 @@ def test_restarts_keep_the_best_final_objective(monkeypatch):
     path runs in the slow NUTS-vs-SVI test and the figure scripts.)"""
     keys, values = [], iter([-5.0, -2.0, -7.0])
 
-    def fake_fit(X, y, Z, config, key, steps, lr, num_particles, entropy_warmup):
+    def fake_fit(X, y, Z, config, key, **training):
         keys.append(tuple(np.asarray(jax.random.key_data(key)).ravel()))
         return dagp.DagpFit({"id": len(keys)}, None, config)
 

@@ -517,51 +517,30 @@ def _objective_run(config: DagpConfig, num_particles: int):
     return jax.jit(lambda key, params, X, Z, y: -loss.loss(key, params, program, guide, X=X, Z=Z, y=y))
 
 
-def restart_fits(
-    X,
-    y,
-    Z,
-    config: DagpConfig,
-    key,
-    restarts: int,
-    steps: int = 3000,
-    lr: float = 0.01,
-    num_particles: int = 1,
-    entropy_warmup: int = 0,
-) -> list[DagpFit]:
+def restart_fits(X, y, Z, config: DagpConfig, key, restarts: int, **training) -> list[DagpFit]:
     """``restarts`` independent full-batch fits (keys split from ``key``: different q(u) means, when
     config.init_spread > 0, and different Monte-Carlo noise), each with ``final_elbo`` set by ``final_objective``
-    (one shared evaluation key). The training run is jitted once and reused for every restart (``_training_run`` is
-    cached per setting), so restarts cost no recompilation. One restart is ``fit`` with ``key`` itself and is not
-    scored (nothing to choose between; the many-sample bound would cost a compilation). ``entropy_warmup`` as in
-    ``fit``. Raises OptionError for restarts < 1 (and as ``fit``)."""
+    (one shared evaluation key); ``training``: ``fit``'s keyword options (steps, lr, num_particles, batch_size,
+    entropy_warmup). The training run is jitted once and reused for every restart (``_training_run`` is cached per
+    setting), so restarts cost no recompilation. One restart is ``fit`` with ``key`` itself and is not scored
+    (nothing to choose between; the many-sample bound would cost a compilation). Raises OptionError for
+    restarts < 1 (and as ``fit``)."""
     if isinstance(restarts, bool) or not isinstance(restarts, int | np.integer) or restarts < 1:
         raise OptionError(f"dagp: restarts must be an integer >= 1, got {restarts!r}.")
     if restarts == 1:
-        return [fit(X, y, Z, config, key, steps, lr, num_particles, entropy_warmup=entropy_warmup)]
+        return [fit(X, y, Z, config, key, **training)]
     k_fit, k_eval = jax.random.split(key)
     fits = []
     for k in jax.random.split(k_fit, int(restarts)):
-        f = fit(X, y, Z, config, k, steps, lr, num_particles, entropy_warmup=entropy_warmup)
+        f = fit(X, y, Z, config, k, **training)
         fits.append(f._replace(final_elbo=final_objective(f, X, y, Z, k_eval)))
     return fits
 
 
-def fit_restarts(
-    X,
-    y,
-    Z,
-    config: DagpConfig,
-    key,
-    restarts: int,
-    steps: int = 3000,
-    lr: float = 0.01,
-    num_particles: int = 1,
-    entropy_warmup: int = 0,
-) -> DagpFit:
+def fit_restarts(X, y, Z, config: DagpConfig, key, restarts: int, **training) -> DagpFit:
     """The fit with the highest final objective among ``restart_fits`` (the bound 3.7 has poor local optima, e.g.
     one broad mode covering all the data, and Kaiser 2021 Fig 3.5 shows retrained solutions differ)."""
-    fits = restart_fits(X, y, Z, config, key, restarts, steps, lr, num_particles, entropy_warmup)
+    fits = restart_fits(X, y, Z, config, key, restarts, **training)
     return max(fits, key=lambda f: f.final_elbo)
 
 
