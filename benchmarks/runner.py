@@ -299,10 +299,13 @@ def run_suite(
     resume: bool = False,
     retry_failed: bool = False,
     out: Callable[[str], None] | None = None,
+    stop: Callable[[], bool] = lambda: False,
 ) -> GridResult:
     """Run every cell of ``suite`` not yet finished in ``store``, recording each as it finishes.
 
-    Without ``resume`` the store must hold no results (so two suites never mix in one folder).
+    Without ``resume`` the store must hold no results (so two suites never mix in one folder). ``stop`` is asked
+    after each recorded cell; when it says True no further cell starts (what finished stays recorded, so the run
+    resumes with ``resume``).
     """
     if executor not in {"local", "dask"}:
         raise ZooError(f"unknown executor {executor!r}; use 'local' or 'dask'.")
@@ -326,8 +329,12 @@ def run_suite(
     outcomes = (
         local_outcomes(todo, progress) if executor == "local" else dask_outcomes(todo, progress, scheduler, workers)
     )
+    ran = set()
     for outcome in outcomes:
         recorder.record(outcome)
+        ran.add(outcome.cell.id)
+        if stop():
+            break
     recorder.flush()
-    failed = sum(row["status"] != "ok" for row in store.rows().values() if row["cell"] in {c.id for c in todo})
-    return GridResult(ran=len(todo), skipped=len(kept), failed=failed, seconds=time.perf_counter() - start)
+    failed = sum(row["status"] != "ok" for row in store.rows().values() if row["cell"] in ran)
+    return GridResult(ran=len(ran), skipped=len(kept), failed=failed, seconds=time.perf_counter() - start)

@@ -148,6 +148,16 @@ def test_killed_run_leaves_only_whole_files_and_resumes(tmp_path):
     assert result.skipped == len(rows) and result.ran == 8 - len(rows) and len(store.rows()) == 8
 
 
+def test_stop_request_ends_the_run_between_cells(tmp_path):
+    """run_suite(stop=...) starts no cell after stop says True (the SIGTERM path of ``zoo bench``, which must not
+    depend on the signal handler's exception surviving); the stopped run resumes to the full grid."""
+    store = ResultsStore(tmp_path)
+    first = runner.run_suite(tiny_suite(), store, out=lambda line: None, stop=lambda: True)
+    assert first.ran == 1 and len(store.rows()) == 1
+    rest = runner.run_suite(tiny_suite(), store, resume=True, out=lambda line: None)
+    assert (rest.skipped, rest.ran) == (1, 7) and len(store.rows()) == 8
+
+
 def test_store_sweeps_temp_files_of_a_killed_writer(tmp_path):
     store = ResultsStore(tmp_path).open()
     (store.cells_dir / "blr--svi--s0.nc.tmp-12345").write_bytes(b"half")
