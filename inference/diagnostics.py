@@ -1,4 +1,4 @@
-"""ArviZ conversion, summaries, and comparison of engines against a reference (DESIGN.md section 4).
+"""ArviZ conversion, summaries, and comparison of engines against a reference (docs/architecture.md#diagnostics).
 
 Every ArviZ call of the project lives here, so a move to the ArviZ 1.x (DataTree) line is one change.
 ESS and R-hat are ArviZ's for every engine (NumPyro's ``n_eff`` differs).
@@ -101,7 +101,7 @@ def posterior_moments(idata: az.InferenceData) -> dict[str, tuple[np.ndarray, np
 
 def gaussian_log_density(truth: np.ndarray, mean: np.ndarray, sd: np.ndarray) -> float:
     """Mean over elements of log N(truth | mean, sd^2): the 'log density of the true latents per point'
-    (McHutchon notes 2.13) under the posterior's marginal Gaussian approximation."""
+    (docs/sources/mchutchon.md#evaluation) under the posterior's marginal Gaussian approximation."""
     z = (np.asarray(truth) - mean) / sd
     return float(np.mean(-0.5 * z**2 - np.log(sd) - 0.5 * np.log(2.0 * np.pi)))
 

@@ -1,8 +1,9 @@
-"""Evaluation of GP-SSMs (McHutchon 2014, sec. 3.9; seed notes 002, sec. 2.13), shared by all GP-SSM work.
+"""Evaluation of GP-SSMs (McHutchon 2014, sec. 3.9; docs/sources/mchutchon.md#evaluation), shared by all GP-SSM work.
 
 * ``one_step_nlp`` (eq. 3.75): from the TRUE previous latent x*_{t-1} the model predicts N(mu*_t, Sigma*_t) for x_t;
   the score is -log int N(y; mu*_t, Sigma*_t) N(y; x*_t, Sigma_nu) dy = -log N(mu*_t; x*_t, Sigma*_t + Sigma_nu) with
-  the TRUE observation noise Sigma_nu (notes sec. 5 item 16), averaged per data point (per predicted step).
+  the TRUE observation noise Sigma_nu, averaged per data point (per predicted step)
+  (docs/sources/mchutchon.md#evaluation).
 * ``latent_log_density``: log density of the true latents under Gaussian smoothing marginals, per data point.
 * ``Dynamics``: what every learner's transition reduces to for evaluation, an SE-GP predictor with a linear mean and
   additive noise (the sparse GP-SSM's pseudo-point GP, the AR1-GP's and NIGP's exact GPs); a posterior (PMCMC draws)

@@ -1,4 +1,5 @@
-"""Analytic moment-matching engines for GP-SSMs (McHutchon 2014, secs. 3.5-3.6; seed notes 002, secs. 2.5-2.8).
+"""Analytic moment-matching engines for GP-SSMs (McHutchon 2014, secs. 3.5-3.6;
+docs/sources/mchutchon.md#direct, docs/sources/mchutchon.md#ads, docs/sources/mchutchon.md#analytic-m-step).
 
 * ``direct`` (Algorithm 1, sec. 3.5): the assumed-density (GP-ADF) forward pass gives an approximate marginal
   likelihood p(y_{1:T} | theta) = prod_t N(y_t; C mu_{t|t-1}, C Sigma_{t|t-1} C^T + Sigma_nu) (eqs. 3.78-3.87),
@@ -318,7 +319,7 @@ def direct(spec, dataset, key, timer, **options) -> EngineOutput:
 
 
 # ----------------------------------------------------------------------------------------------------------------
-# analytic-em: ADS E-step + analytic M-step (sec. 3.6.4, notes 2.8)
+# analytic-em: ADS E-step + analytic M-step (sec. 3.6.4, docs/sources/mchutchon.md#analytic-m-step)
 # ----------------------------------------------------------------------------------------------------------------
 
 

@@ -1,9 +1,9 @@
 """PGAS on the non-Markov full GP-SSM (M9, f integrated out): the trajectory kernel of the fully Bayesian GP-SSM of
-Frigola, Lindsten, Schön & Rasmussen 2013 (notes M12; McHutchon eqs. 3.45-3.47), used by the ``pgas`` and ``pmcmc``
-engines on models offering the ``marginal_gp_ssm`` view.
+Frigola, Lindsten, Schön & Rasmussen 2013 (M12, McHutchon eqs. 3.45-3.47; docs/sources/mchutchon.md#pmcmc-bayes),
+used by the ``pgas`` and ``pmcmc`` engines on models offering the ``marginal_gp_ssm`` view.
 
 With f marginalised, x_t depends on the whole history: p(x_t | x_{1:t-1}) is the GP predictive given the history's
-t-2 transitions x_s -> x_{s+1} (s < t-1), evaluated at x^_{t-1} (notes M9, eqs. 3.15-3.17, process noise added; the
+t-2 transitions x_s -> x_{s+1} (s < t-1), evaluated at x^_{t-1} (McHutchon eqs. 3.15-3.17, process noise added; the
 view's ``history_predictive``). The conditional SMC sweep therefore carries whole particle histories (N, T, D), and
 resampling copies histories (Lindsten, Jordan & Schön 2014, JMLR 15, sec. on non-Markovian models).
 
@@ -19,8 +19,8 @@ p(x_t | x_{1:t-1}, y_t) are Gaussian too):
                         ∝ W_{t-1}^j p(x'_{t:T} | x^j_{1:t-1}) = W_{t-1}^j p(x^j_{1:t-1}, x'_{t:T}) / p(x^j_{1:t-1}),
    where γ_{t-1}(x_{1:t-1}) = p(x_{1:t-1}, y_{1:t}) is the fully adapted filter's target (its weights are the
    predictives above), so the y-terms cancel and W_{t-1} is uniform, exactly as p(x'_t | x_{t-1}^j) in the Markov
-   case (notes 2.10 d, corrected); then x_t^i ~ N(mu_a + s_a (y_t - mu_a) / (s_a + r), s_a r / (s_a + r)) for
-   i < N-1 (a = a_t^i), x_t^{N-1} = x'_t.
+   case (corrected ancestor weights, docs/sources/mchutchon.md#pgas); then
+   x_t^i ~ N(mu_a + s_a (y_t - mu_a) / (s_a + r), s_a r / (s_a + r)) for i < N-1 (a = a_t^i), x_t^{N-1} = x'_t.
 3. b uniform (final weights equal under full adaptation); history b is the next reference.
 Unobserved (padded) steps: resampling weights W, proposal = the predictive.
 

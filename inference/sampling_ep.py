@@ -1,5 +1,5 @@
 """Expectation propagation with sampling-based moments for the sparse GP-SSM (McHutchon 2014, sec. 3.6.2, Algorithm 3;
-seed notes 002, sec. 2.7), at fixed parameters (``is-ep``) or as the E-step of analytic EM (``is-ep-em``).
+docs/sources/mchutchon.md#sampling-ep), at fixed parameters (``is-ep``) or as the E-step of analytic EM (``is-ep-em``).
 
 Factor graph (eqs. 3.103-3.112): h_1 = p(x_1) p(y_1 | x_1), h_t = p(x_t | x_{t-1}) p(y_t | x_t). Gaussian forward
 messages alpha_t(x_t), backward messages beta_t(x_t) (beta_T = 1); marginal q(x_t) ~ alpha_t beta_t. Messages are kept
@@ -7,18 +7,19 @@ in natural parameters (precision Lambda, shift eta = Lambda mu), so flat (beta =
 inverse.
 
 One EP iteration (Algorithm 3, with the division of eqs. 3.125-3.128 -- the printed algorithm divides by the wrong
-message, notes sec. 2.7):
+message, docs/sources/mchutchon.md#sampling-ep):
 * forward, t = 2..T: moments of Z_t q(x_t) = p(y_t|x_t) beta_t(x_t) int p(x_t|x_{t-1}) alpha_{t-1} dx_{t-1} (3.123);
   alpha_t = q(x_t) / beta_t (3.127). alpha_1 = p(x_1) p(y_1 | x_1) is exact.
 * backward, t = T..2: moments of Z_{t-1} q(x_{t-1}) = alpha_{t-1} int p(x_t|x_{t-1}) p(y_t|x_t) beta_t dx_t (3.124);
   beta_{t-1} = q(x_{t-1}) / alpha_{t-1} (3.128).
 
 Both moments come from one two-slice estimate (``two_slice_moments``): draw x^i_{t-1} from a proposal; per draw the
-transition N(x_t; m_f(x^i), S^i), S^i = diag(s_f(x^i) + sigma_eps^2) (s_f includes the process noise, notes 2.7), is
+transition N(x_t; m_f(x^i), S^i), S^i = diag(s_f(x^i) + sigma_eps^2) (s_f includes the process noise), is
 multiplied by the Gaussian factor p(y_t|x_t) beta_t(x_t) = exp(-x^T Lambda x / 2 + eta^T x) (3.113, 3.145-3.148):
 Sigma_t^i = (S^i^-1 + Lambda)^-1, mu_t^i = Sigma_t^i (S^i^-1 m_f + eta) (3.166-3.167), and z^i = the integral of the
-product (3.168, up to a constant common to all i). With SELF-NORMALISED weights w^i (notes sec. 5 item 12; the printed
-1/N sum is unnormalised) mu_{t|T} = sum w^i mu_t^i, Sigma_{t|T} = sum w^i (Sigma_t^i + mu_t^i mu_t^i^T) - mu mu^T,
+product (3.168, up to a constant common to all i). With SELF-NORMALISED weights w^i (the printed 1/N sum is
+unnormalised; docs/sources/mchutchon.md#ep-weights)
+mu_{t|T} = sum w^i mu_t^i, Sigma_{t|T} = sum w^i (Sigma_t^i + mu_t^i mu_t^i^T) - mu mu^T,
 mu_{t-1|T} = sum w^i x^i, Sigma_{t-1|T} = sum w^i (x^i - mu)(x^i - mu)^T (3.169-3.172) and the cross-covariance
 Cov[x_{t-1}, x_t] = sum w^i (x^i - mu_{t-1|T})(mu_t^i - mu_{t|T})^T the M-step needs.
 
@@ -29,12 +30,12 @@ Cov[x_{t-1}, x_t] = sum w^i (x^i - mu_{t-1|T})(mu_t^i - mu_{t|T})^T the M-step n
   back to the MC-EP proposal.
 * MCMC-EP (3.180-3.186) is not implemented.
 
-Guards (notes sec. 5 item 11; the thesis gives no numbers): damping -- from the second iteration on, a message becomes
-(1 - damping) old + damping new in natural parameters (default 0.5; the first sweep is undamped, a flat initial
-message has nothing to damp towards); an update is SKIPPED (the old message kept) when the weights' effective sample
-size ESS = 1 / sum w_i^2 is below ``min_ess`` x num_samples (default 0.01: the notes' 10 % skipped first-sweep
-updates on the kink with ESS ~ 9 % that improved the posterior, leaving the ADF filter there), when anything is
-non-finite, when an alpha
+Guards (the thesis gives no numbers; docs/sources/mchutchon.md#ep-guards): damping -- from the second iteration on,
+a message becomes (1 - damping) old + damping new in natural parameters (default 0.5; the first sweep is undamped,
+a flat initial message has nothing to damp towards); an update is SKIPPED (the old message kept) when the weights'
+effective sample size ESS = 1 / sum w_i^2 is below ``min_ess`` x num_samples (default 0.01: a 10 % threshold
+skipped first-sweep updates on the kink with ESS ~ 9 % that improved the posterior, leaving the ADF filter there),
+when anything is non-finite, when an alpha
 message would not be positive definite (it must be sampled from) or a beta message would have a negative precision
 eigenvalue (the non-PD backward message of Fig. 3.23 that breaks the backward chain). alpha messages start at the
 GP-ADF filter (what a skipped first-sweep update keeps: A-EP's alpha, eqs. 3.134-3.136); beta messages start flat.

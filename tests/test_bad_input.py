@@ -1,4 +1,4 @@
-"""DESIGN.md section 8: bad input raises a clear error before anything is compiled."""
+"""docs/architecture.md#bad-input: bad input raises a clear error before anything is compiled."""
 
 import jax
 import numpy as np

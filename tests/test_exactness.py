@@ -1,4 +1,4 @@
-"""DESIGN.md section 5: BlackJAX NUTS, NumPyro NUTS and full-rank SVI reproduce exact conjugate posteriors.
+"""docs/architecture.md#exactness: BlackJAX NUTS, NumPyro NUTS and full-rank SVI reproduce exact conjugate posteriors.
 
 Models: Bayesian linear regression, and GP latent f at fixed hyperparameters (Franzese eqs. 4.6-4.7).
 Tolerances come from Monte Carlo error: each posterior mean must lie within Z Monte Carlo standard errors

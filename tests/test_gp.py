@@ -41,7 +41,7 @@ def test_bayesian_linear_regression_equals_gp_with_linear_kernel():
     A = np.asarray(design.T @ design / NOISE + jnp.linalg.inv(prior_cov))  # R&W eq. 2.8, dense check only
     np.testing.assert_allclose(post.cov, np.linalg.inv(A), rtol=1e-9)
     np.testing.assert_allclose(post.mean, np.linalg.solve(A, np.asarray(design.T @ y)) / NOISE, rtol=1e-9)
-    # The same evidence from the GP view: k(x, x') = x^T Sigma_p x' (Franzese notes 1.3).
+    # The same evidence from the GP view: k(x, x') = x^T Sigma_p x' (docs/sources/franzese.md#blr).
     gram = design @ prior_cov @ design.T + NOISE * jnp.eye(25)
     np.testing.assert_allclose(log_evidence, multivariate_normal(np.zeros(25), np.asarray(gram)).logpdf(y), rtol=1e-10)
     linear = Linear(variance=0.5).on([0]) + Linear(variance=2.0).on([1]) + Linear(variance=0.0, offset=1.0)

@@ -1,4 +1,5 @@
-"""The multimodality stress test (Franzese Figs 6.2/6.3 in Bayesian form, notes 6 P0.3).
+"""The multimodality stress test (Franzese Figs 6.2/6.3 in Bayesian form,
+docs/sources/franzese.md#hyperposterior).
 
 With N=20 noisy-sine points the hyperparameter posterior has two modes: a period-10 signal (lengthscale
 ~1.5) and a long-lengthscale "mostly noise" explanation; with N=40 only the signal mode keeps mass. The

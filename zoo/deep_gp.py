@@ -1,9 +1,10 @@
 """Deep GPs: doubly stochastic variational inference (DSVI; Salimbeni & Deisenroth 2017).
 
-Source: Kaiser notes 1.5 (thesis sec. 2.7, eqs. 2.75-2.77 and 2.86-2.90). A deep GP composes L GP layers,
-y = f_L(f_{L-1}(... f_1(X))) + eps. Each layer l has its own inducing inputs Z_l (M, W) and whitened inducing values
-v_l (W_out, M), u_l = L_ZZ v_l per output; inner layers have the identity mean function (notes 1.5 "practical
-defaults"), so every hidden layer has the input width W = D; the last layer has zero mean and one output.
+Source: Kaiser 2021, sec. 2.7 (eqs. 2.75-2.77 and 2.86-2.90; docs/sources/kaiser.md#dsvi). A deep GP composes L
+GP layers, y = f_L(f_{L-1}(... f_1(X))) + eps. Each layer l has its own inducing inputs Z_l (M, W) and whitened
+inducing values v_l (W_out, M), u_l = L_ZZ v_l per output; inner layers have the identity mean function
+(docs/sources/kaiser.md#deep-gp-defaults), so every hidden layer has the input width W = D; the last layer has zero
+mean and one output.
 
 Variational family (eq. 2.87): q({f_l, v_l}) = prod_l p(f_l | v_l, f_{l-1}) q(v_l). Per point, the marginal of
 layer l given the previous layer's value h is Gaussian (eq. 2.86): with a = L_ZZ^{-1} k(Z_l, h),
@@ -41,7 +42,7 @@ from zoo.kernels import Kernel, SquaredExponential
 from zoo.registry import Dataset, ModelSpec, frozen, positive_int, register
 
 Array = Any
-INNER_Q_VARIANCE = 1e-5  # initial S of inner layers (notes 1.5 / cart-pole: "low initial covariance", 1e-5 I)
+INNER_Q_VARIANCE = 1e-5  # initial S of inner layers, "low initial covariance" (docs/sources/kaiser.md#deep-gp-defaults)
 # Floor added to the diagonal of every q(v) Cholesky factor. Without it an inner layer's factor can collapse to
 # ~1e-150, where the Monte Carlo log q(v) of Trace_ELBO loses all precision (-5e28 measured) and the optimiser
 # chases the spurious ELBO (seen at N = 200, lr 0.01: the estimate ran to 1e154). 1e-6 in whitened units changes
@@ -206,7 +207,7 @@ def dsvi(X, Z, y=None, num_layers=2, batch_size=None):
         for layer in range(1, L):
             eps = numpyro.sample(f"eps_{layer}", dist.Normal(0.0, 1.0).expand([D]).to_event(1))
             H = inner_layer_sample(*layers[layer - 1], H, eps)
-        # Last layer: the analytic E_{p(f|v)} log N(y | f, s2) of gp/svgp (notes 1.12 (f)).
+        # Last layer: the analytic E_{p(f|v)} log N(y | f, s2) of gp/svgp (docs/sources/franzese.md#svgp-pitfall).
         kernel, Z_last, v_last = layers[-1]
         _, A = sp.whitened_projection(kernel, Z_last, H)
         k_tilde = kernel.diag(H) - jnp.sum(A**2, 0)

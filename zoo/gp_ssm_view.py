@@ -1,4 +1,6 @@
-"""The GP-SSM view (DESIGN.md section 4), the contract between GP-SSM models and the moment-matching engines.
+"""The GP-SSM view, the contract between GP-SSM models and the moment-matching engines.
+
+Contract: docs/architecture.md#gp-ssm-view.
 
 The transition is D independent SE-ARD GPs given by pseudo-inputs and pseudo-targets, with a linear mean (zero and
 identity included); the emission is y = C x + N(0, diag(obs_var)). A model offers ``spec.views["gp_ssm"]``, a
@@ -15,7 +17,9 @@ Array = Any
 
 
 class GPSSMParams(NamedTuple):
-    """The GP-SSM view's parameters (DESIGN.md section 4). D states, E = D observations, U controls, M pseudo-points.
+    """The GP-SSM view's parameters (docs/architecture.md#gp-ssm-view).
+
+    D states, E = D observations, U controls, M pseudo-points.
 
     pseudo_inputs (M, D+U), pseudo_targets (D, M) = f_e(X~) (mean included), lengthscale (D, D+U), signal_var (D,),
     process_var (D,), mean_A (D, D+U), mean_b (D,), C (E, D), obs_var (E,), m0 (D,), P0 (D, D).
@@ -40,7 +44,7 @@ def linear_mean_of(g: GPSSMParams) -> moments.LinearMean:
 
 def pseudo_predictor(g: GPSSMParams) -> moments.SEPredictor:
     """The noise-free pseudo-data GP of M10: beta_e = K_e(X~, X~)^{-1} (F~_e - m_e(X~)) (with the jitter of
-    ``zoo.gp.cholesky``, notes sec. 5 item 7), expected variance with K_e(X~, X~)^{-1}."""
+    ``zoo.gp.cholesky``, docs/sources/mchutchon.md#pseudo-inputs), expected variance with K_e(X~, X~)^{-1}."""
     residual = g.pseudo_targets - (g.pseudo_inputs @ g.mean_A.T + g.mean_b).T  # (D, M)
     return moments.exact_gp_predictor(g.pseudo_inputs, residual.T, g.signal_var, g.lengthscale, 0.0)
 

@@ -1,10 +1,11 @@
-"""Covariance functions and their algebra (pure jnp; Franzese notes 1.6, Kaiser notes 1.1).
+"""Covariance functions and their algebra (pure jnp; Franzese 2024, ch. 5; Kaiser 2021, sec. 2.4).
+See docs/sources/franzese.md#kernels.
 
 A kernel is a small object holding its hyperparameters; ``k(X1, X2)`` returns the (n1, n2) Gram matrix and
 ``k(X)`` the symmetric (n, n) one. Inputs are (n, D) arrays (a 1-D array is read as D = 1). Kernels
 combine with ``+`` and ``*``, and ``k.on(dims)`` restricts a kernel to some input dimensions.
 Lengthscales may be scalars (isotropic) or (D,) arrays (ARD). Conventions follow GPML: ``variance`` is
-the signal variance sigma_v^2, SE has the 1/2 in the exponent (notes 5.2).
+the signal variance sigma_v^2, SE has the 1/2 in the exponent (docs/sources/franzese.md#conventions).
 """
 
 from dataclasses import dataclass
@@ -165,8 +166,8 @@ class RationalQuadratic(Stationary):
 class Periodic(Kernel):
     """MacKay's periodic kernel sigma_v^2 exp(-2 sum_d sin^2(pi |x_d - x'_d| / p) / l_d^2).
 
-    Franzese eq. 5.3 as corrected in the notes (the printed form squares the difference inside the sine
-    and has no amplitude).
+    Franzese eq. 5.3, corrected (the printed form squares the difference inside the sine and has no amplitude;
+    docs/sources/franzese.md#periodic-kernel).
     """
 
     variance: Array = 1.0

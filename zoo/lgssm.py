@@ -113,7 +113,7 @@ def lgssm_spec(name: str, state_dim: int = 2, obs_dim: int = 2, control_dim: int
     return ssm.StateSpaceSpec(
         name=name,
         summary=f"Linear-Gaussian SSM (D={state_dim}, E={obs_dim}, U={control_dim}); exact by Kalman filter/RTS",
-        source="McHutchon 2014, eqs. 3.1-3.5 with linear f and g; DESIGN.md section 5 (exact SSM reference)",
+        source="McHutchon 2014, eqs. 3.1-3.5 with linear f and g (exact SSM reference, docs/architecture.md#exactness)",
         program=ssm.build_program(view),
         simulate=partial(simulate_lgssm, state_dim=state_dim, obs_dim=obs_dim, control_dim=control_dim),
         data_shapes=frozen(ssm.trajectory_shapes(obs_dim, control_dim)),

@@ -14,7 +14,7 @@ B_a: (M, R) a posterior square root, zero-width for an exact GP) this module ret
     input_output    Cov[x, f(x)]                  (D, E)   (NOT premultiplied by Sigma^{-1}; PILCO's "C" is
                                                             Sigma^{-1} input_output, see ``input_output_gain``)
 
-Source: McHutchon (2014) eqs. 1.28-1.30 and App. A.2 (A.28-A.41), seed notes 002 section 2.2, and the assembled
+Source: McHutchon (2014) eqs. 1.28-1.30 and App. A.2 (A.28-A.41; docs/sources/mchutchon.md#moments), and the assembled
 multi-output form of Deisenroth (2009)/PILCO:
 
     q_a,i   = sf2_a |Sigma Lambda_a^{-1} + I|^{-1/2} exp(-1/2 nu_i^T (Sigma + Lambda_a)^{-1} nu_i),  nu_i = X_a,i - mu
@@ -260,7 +260,7 @@ def predict_moments(
 
     mu: (D,); Sigma: (D, D) symmetric PSD (not checked here, so this stays traceable: call
     ``check_gaussian_input`` on user input). The covariance is of the latent f: add diag(noise) for an observation.
-    mean_fn: optional linear mean m(x) = A x + b (seed notes 2.2): mean += A mu + b,
+    mean_fn: optional linear mean m(x) = A x + b (docs/sources/mchutchon.md#linear-mean): mean += A mu + b,
     cov += A Sigma A^T + A C + C^T A^T, input_output += Sigma A^T.
     """
     nu = predictor.inputs - mu  # (E, M, D)

@@ -1,6 +1,6 @@
 """Deep GPs by nested variational compression (NVC; Hensman & Lawrence 2014) with analytic SE Psi-statistics.
 
-Source: Kaiser notes 1.5 (thesis sec. 2.7, eqs. 2.78-2.85), with the corrections of the notes: the printed
+Source: Kaiser 2021, sec. 2.7 (eqs. 2.78-2.85), with two corrections (docs/sources/kaiser.md#nvc-bound): the printed
 tr(Psi K^{-1}) of (2.83)/(2.84) is tr(Phi K^{-1}), and the last layer carries the S-trace that the print drops.
 
 Model (eq. 2.76, per-layer noise as in Damianou & Lawrence): h_0 = X (N, D); h_l = f_l(h_{l-1}) + eps_l,
@@ -33,7 +33,8 @@ under Q (Gaussian by induction, N(mean_{l-1}, s2 + s) as above; Psi_1 = K_{XZ}).
 log p(h_l | u_l, h_{l-1}) >= log N(h_l | K_fu K^{-1} u_l, s2_l I) - tr(K - Q)/(2 s2_l) pointwise; under Q, h_{l-1} is
 independent of (u_l, h_l), so E_{h_{l-1}} of the right side is log N(h_l | Psi_l K^{-1} u_l, s2_l I) - t-terms with
 u-quadratic u^T K^{-1}(Phi - Psi^T Psi) K^{-1} u, and the log N cancels against log r_l exactly. The last layer's
-E over q(u_L) q(h_{L-1}) of log N(y | K_fu K^{-1} u_L, s2_L I) gives the data fit minus (t + s)/(2 s2) (notes 1.5).
+E over q(u_L) q(h_{L-1}) of log N(y | K_fu K^{-1} u_L, s2_L I) gives the data fit minus (t + s)/(2 s2)
+(docs/sources/kaiser.md#nvc-bound).
 
 Predictions (eq. 2.85, recursive Gaussian messages): ``nvc_predict`` with ``propagation="nvc"`` returns Q's own
 marginal, N(mean, s) for f_L with hidden messages N(mean, s2 + s) -- the printed (2.85), which omits t and so is
@@ -61,7 +62,7 @@ from zoo.registry import ModelSpec, frozen, register
 
 Array = Any
 LOG_2PI = jnp.log(2.0 * jnp.pi)
-INNER_Q_VARIANCE = 1e-5  # initial S of inner layers (notes 1.5 / sec. 5 item 3: "S = 1e-5 I")
+INNER_Q_VARIANCE = 1e-5  # initial S of inner layers, "low initial covariance" (docs/sources/kaiser.md#deep-gp-defaults)
 PROPAGATIONS = ("nvc", "moment")
 
 
@@ -103,8 +104,8 @@ class LayerMoments(NamedTuple):
 def psi_statistics(kernel: SquaredExponential, Z: Array, mu: Array, var: Array) -> PsiStatistics:
     """SE-ARD Psi-statistics of inputs h_n ~ N(mu_n, diag(var_n)): mu, var (N, W); Z (M, W).
 
-    The diagonal-covariance closed forms (Titsias & Lawrence 2010; Kaiser eqs. 4.8/4.9 with the precision reading of
-    notes 1.8, one output), elementwise so they vectorise without per-point factorisations:
+    The diagonal-covariance closed forms (Titsias & Lawrence 2010; Kaiser eqs. 4.8/4.9 read with precisions, one
+    output: docs/sources/kaiser.md#psi-statistics), elementwise so they vectorise without per-point factorisations:
         psi1_nm   = sf2 prod_d (1 + v_nd / l_d^2)^(-1/2) exp(-1/2 sum_d (mu_nd - z_md)^2 / (l_d^2 + v_nd))
         psi2_nmk  = sf2^2 prod_d (1 + 2 v_nd / l_d^2)^(-1/2)
                     exp(-sum_d (z_md - z_kd)^2 / (4 l_d^2) - sum_d (mu_nd - (z_md + z_kd)/2)^2 / (l_d^2 + 2 v_nd))
@@ -319,7 +320,10 @@ register(
     ModelSpec(
         name="deep_gp/nvc",
         summary="Deep GP by nested variational compression: analytic SE Psi-statistics, corrected bound (2 layers)",
-        source="Kaiser 2021, sec. 2.7 (eqs. 2.78-2.85, corrected per notes 1.5); Hensman & Lawrence 2014",
+        source=(
+            "Kaiser 2021, sec. 2.7, eqs. 2.78-2.85 (corrected: docs/sources/kaiser.md#nvc-bound); "
+            "Hensman & Lawrence 2014"
+        ),
         program=nvc,
         simulate=dg.simulate_warped,
         data_shapes=frozen({"X": ("N", "D"), "Z": ("M", "D"), "y": ("N",)}),

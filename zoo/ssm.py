@@ -1,4 +1,6 @@
-"""State-space models: the state-space view (DESIGN.md section 4) and the NumPyro program built from it.
+"""State-space models: the state-space view and the NumPyro program built from it.
+
+Contract: docs/architecture.md#state-space-view.
 
 The view is the one definition of an SSM; the program is assembled from it with NumPyro's ``scan``, so the two
 cannot drift apart (``tests/test_ssm.py`` checks that both give the same log density).

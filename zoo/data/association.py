@@ -1,4 +1,4 @@
-"""Data-association benchmarks of Kaiser's DAGP (notes 3.1-3.3): ChoiceNet noise separation, the trimodal toy
+"""Data-association benchmarks of Kaiser's DAGP (Kaiser 2021, sec. 3.3): ChoiceNet noise separation, the trimodal toy
 and the mixed cart-pole (default and short pole, OpenAI-gym cart-pole equations in JAX).
 
 Every generator returns numpy float64 arrays and the ground-truth labels (which process made each point).
@@ -23,7 +23,7 @@ class LabelledData(NamedTuple):
 
 
 # ----------------------------------------------------------------------------------------------------------------
-# ChoiceNet noise separation (notes 3.1; Choi et al. 2018)
+# ChoiceNet noise separation (Table 3.2; Choi et al. 2018; docs/sources/kaiser.md#noise-separation)
 
 
 def choicenet_function(x):
@@ -49,13 +49,16 @@ def choicenet(key: jax.Array, n: int = 1000, outlier_rate: float = 0.2, signal_s
 
 
 def choicenet_test(n: int = 1000) -> tuple[np.ndarray, np.ndarray]:
-    """The test set: n equally spaced points on [-3, 3] of the noiseless function (notes 3.1, ambiguity 8)."""
+    """The test set: n equally spaced points on [-3, 3] of the noiseless function.
+
+    (docs/sources/kaiser.md#choicenet-metrics)
+    """
     x = np.linspace(-3.0, 3.0, positive_int("n", n))
     return x[:, None], np.asarray(choicenet_function(x))
 
 
 # ----------------------------------------------------------------------------------------------------------------
-# Multimodal toy (notes 3.2; Fig 3.4)
+# Multimodal toy (Fig 3.4; docs/sources/kaiser.md#multimodal)
 
 
 def multimodal_curves(x):
@@ -70,7 +73,10 @@ def multimodal_curves(x):
 
 
 def multimodal(key: jax.Array, n: int = 350, noise_std: float = 0.005) -> LabelledData:
-    """n x-values ~ U[-2 pi, 2 pi], each with all three curves (3 n points, ambiguity 9), noise N(0, 0.005^2)."""
+    """n x-values ~ U[-2 pi, 2 pi], each with all three curves (3 n points), noise N(0, 0.005^2).
+
+    (docs/sources/kaiser.md#multimodal-size)
+    """
     n = positive_int("n", n)
     k_x, k_eps = jax.random.split(key)
     x = jax.random.uniform(k_x, (n,), minval=-2.0 * jnp.pi, maxval=2.0 * jnp.pi)
@@ -81,7 +87,7 @@ def multimodal(key: jax.Array, n: int = 350, noise_std: float = 0.005) -> Labell
 
 
 # ----------------------------------------------------------------------------------------------------------------
-# Mixed cart-pole (notes 3.3 and ambiguity 10)
+# Mixed cart-pole (Table 3.3; docs/sources/kaiser.md#mixed-cartpole, docs/sources/kaiser.md#cartpole-details)
 
 
 class CartPole(NamedTuple):
@@ -96,11 +102,16 @@ class CartPole(NamedTuple):
 
 
 DEFAULT_POLE = CartPole()
-SHORT_POLE = CartPole(masspole=0.05, length=0.1)  # notes 3.3: mass halved, length 0.1 as written (ambiguity 10)
+SHORT_POLE = CartPole(
+    masspole=0.05, length=0.1
+)  # mass halved, length 0.1 as written (docs/sources/kaiser.md#cartpole-details)
 
 
 def cartpole_step(system: CartPole, state, force):
-    """One Euler step of gym's cart-pole: state (x, x_dot, theta, theta_dot) -> next state (notes 3.3 [EXT])."""
+    """One Euler step of gym's cart-pole: state (x, x_dot, theta, theta_dot) -> next state.
+
+    (docs/sources/kaiser.md#gym-cartpole)
+    """
     x, x_dot, theta, theta_dot = state
     total_mass = system.masscart + system.masspole
     pml = system.masspole * system.length
@@ -117,7 +128,8 @@ def cartpole_step(system: CartPole, state, force):
 def cartpole_trajectory(system: CartPole, key: jax.Array, num_actions: int = 10, hold: int = 5):
     """One episode: reset ~ U(-0.05, 0.05)^4, then ``num_actions`` uniform actions in {0, 1} (force -/+ force_mag)
     each held ``hold`` steps, never terminated. Returns inputs (num_actions, 5) = (state, action) before each held
-    action and the change of pole angle over the ``hold`` steps (num_actions,) (ambiguity 10 defaults)."""
+    action and the change of pole angle over the ``hold`` steps (num_actions,)
+    (docs/sources/kaiser.md#cartpole-details)."""
     k_reset, k_act = jax.random.split(key)
     state0 = jax.random.uniform(k_reset, (4,), minval=-0.05, maxval=0.05)
     actions = jax.random.bernoulli(k_act, 0.5, (num_actions,)).astype(float)

@@ -1,4 +1,4 @@
-"""Synthetic regression data: linear designs and noisy sines (Franzese notes section 3 defaults)."""
+"""Synthetic regression data: linear designs and noisy sines (docs/sources/franzese.md#figure-data)."""
 
 import jax
 import jax.numpy as jnp

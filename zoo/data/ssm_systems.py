@@ -1,13 +1,15 @@
-"""Synthetic dynamical systems for the GP state-space models (McHutchon 2014, ch. 3; seed notes 002, M14-M15, sec. 5).
+"""Synthetic dynamical systems for the GP state-space models (McHutchon 2014, ch. 3; the
+systems and our assumptions: docs/sources/mchutchon.md#kink, docs/sources/mchutchon.md#random-systems,
+docs/sources/mchutchon.md#cartpole).
 
 Every generator returns a ``Dataset`` in the SSM layout of ``zoo.ssm`` (y (K, T, E), lengths (K,), u (K, T, U) when
 controlled), with train arrays in ``observed``, held-out trajectories in ``test`` and the truth (latent ``states``
 (K, T, D), ``test_states``, the true noise levels and transition) in ``truth``.
 
 * ``simulate_view``: draw trajectories from any state-space view (used for the linear-Gaussian system).
-* ``kink``: the 1-D kink system. ASSUMED (the formula is not in the thesis; notes sec. 5 item 1): f(x) = x + 1 for
-  x < 4 and -4 x + 21 for x >= 4, process variance 0.2, observation variance 0.1136 (total std 0.56, Table 3.6),
-  x_1 ~ N(0, 1), T = 20, 20 train and 20 test trajectories.
+* ``kink``: the 1-D kink system. ASSUMED (the formula is not in the thesis; docs/sources/mchutchon.md#kink):
+  f(x) = x + 1 for x < 4 and -4 x + 21 for x >= 4, process variance 0.2, observation variance 0.1136 (total std 0.56,
+  Table 3.6), x_1 ~ N(0, 1), T = 20, 20 train and 20 test trajectories.
 * ``random_gp_system``: the random nonlinear GP systems of sec. 3.6.3 (M14), D = 1..10.
 * ``cartpole``: the PILCO cart-pole ODE (M15 defaults), RK4 with zero-order-hold forces.
 """
@@ -83,7 +85,7 @@ def simulate_view(key: jax.Array, view, theta, num_steps: int, num_trajectories:
 
 
 # ----------------------------------------------------------------------------------------------------------------
-# The kink system (assumed formula, notes sec. 5 item 1)
+# The kink system (assumed formula, docs/sources/mchutchon.md#kink)
 # ----------------------------------------------------------------------------------------------------------------
 
 KINK_PROCESS_VAR = 0.2
@@ -91,7 +93,10 @@ KINK_OBS_VAR = 0.1136  # total std sqrt(0.3136) = 0.56, Table 3.6
 
 
 def kink_function(x: Array) -> Array:
-    """ASSUMED kink transition f(x) = x + 1 (x < 4), -4 x + 21 (x >= 4) (Bui's geepee tests; notes sec. 5 item 1)."""
+    """ASSUMED kink transition f(x) = x + 1 (x < 4), -4 x + 21 (x >= 4) (Bui's geepee tests).
+
+    (docs/sources/mchutchon.md#kink)
+    """
     return jnp.where(x < 4.0, x + 1.0, -4.0 * x + 21.0)
 
 
@@ -126,13 +131,13 @@ def kink(key: jax.Array, num_train: int = 20, num_test: int = 20, num_steps: int
     truth = {
         "process_var": np.array([KINK_PROCESS_VAR]),
         "obs_var": np.array([KINK_OBS_VAR]),
-        "assumed": "kink formula and noise split are zoo assumptions (McHutchon notes sec. 5 item 1)",
+        "assumed": "kink formula and noise split are zoo assumptions (docs/sources/mchutchon.md#kink)",
     }
     return _train_test(make, k_data, num_train, num_test, truth)
 
 
 # ----------------------------------------------------------------------------------------------------------------
-# Random nonlinear GP systems (McHutchon sec. 3.6.3, notes M14)
+# Random nonlinear GP systems (McHutchon sec. 3.6.3, M14: docs/sources/mchutchon.md#random-systems)
 # ----------------------------------------------------------------------------------------------------------------
 
 
@@ -141,7 +146,7 @@ def random_gp_transition(key: jax.Array, state_dim: int) -> dict[str, np.ndarray
 
     Inputs and outputs of the 10 pairs ~ N(0, 2 I); per output e with U_e ~ Uniform[0, 1]: process variance
     exp(-2 - 2 U_e), observation variance exp(-1 - 2 U_e), kernel (training) noise exp(-4 - 2 U_e), squared
-    lengthscales D on every input, signal variance exp(-2); every U an independent draw (notes M14).
+    lengthscales D on every input, signal variance exp(-2); every U an independent draw (McHutchon sec. 3.6.3).
     """
     D = positive_int("state_dim", state_dim)
     k_x, k_y, k_u = jax.random.split(key, 3)
@@ -160,8 +165,8 @@ def random_gp_transition(key: jax.Array, state_dim: int) -> dict[str, np.ndarray
 
 
 def random_gp_predict(system: dict[str, np.ndarray], x: Array) -> tuple[Array, Array]:
-    """GP posterior mean (D,) and variance (D,) of the random system's transition at x (D,) (notes M14: the GP's
-    own posterior uncertainty is part of the transition, on top of the process noise)."""
+    """GP posterior mean (D,) and variance (D,) of the random system's transition at x (D,) (McHutchon sec. 3.6.3:
+    the GP's own posterior uncertainty is part of the transition, on top of the process noise)."""
     X, Y = jnp.asarray(system["train_inputs"]), jnp.asarray(system["train_targets"])
 
     def one_output(sf2, ell, sn2, y):
@@ -183,7 +188,10 @@ def random_gp_predict(system: dict[str, np.ndarray], x: Array) -> tuple[Array, A
 def random_gp_system(
     key: jax.Array, state_dim: int = 2, num_train: int = 20, num_test: int = 20, num_steps: int = 20
 ) -> Dataset:
-    """Train/test trajectories of one random GP system (M14; T = 20, x_1 ~ N(0, I): notes sec. 5 item 22)."""
+    """Train/test trajectories of one random GP system (M14; T = 20, x_1 ~ N(0, I)).
+
+    (docs/sources/mchutchon.md#random-systems)
+    """
     D = positive_int("state_dim", state_dim)
     num_steps = positive_int("num_steps", num_steps)
     k_sys, k_data = jax.random.split(key)
@@ -209,7 +217,7 @@ def random_gp_system(
 
 
 # ----------------------------------------------------------------------------------------------------------------
-# Cart-pole (notes M15: the PILCO cart-pole ODE; state order [x, xdot, thetadot, theta])
+# Cart-pole (M15, the PILCO cart-pole ODE; state order [x, xdot, thetadot, theta]: docs/sources/mchutchon.md#cartpole)
 # ----------------------------------------------------------------------------------------------------------------
 
 CARTPOLE = {"length": 0.5, "pole_mass": 0.5, "cart_mass": 0.5, "friction": 0.1, "gravity": 9.82}
@@ -218,13 +226,16 @@ CARTPOLE_MAX_FORCE = 10.0
 # Table 4.1 observation noise std, state order [x, xdot, thetadot, theta]: 0.01 m, 0.1 m/s, 10 deg/s, 1 deg.
 CARTPOLE_OBS_STD_TABLE_4_1 = np.array([0.01, 0.1, np.deg2rad(10.0), np.deg2rad(1.0)])
 # Table 3.6 "true" total noise std, read in state order (x, xdot, thetadot, theta) (the printed header order is
-# uncertain, notes E3.9); used for ch.3 replication (notes sec. 5 item 5).
+# uncertain); used for ch.3 replication (docs/sources/mchutchon.md#cartpole-data).
 CARTPOLE_TOTAL_STD_TABLE_3_6 = np.array([0.1, 0.4, 0.1745, 0.0175])
-CARTPOLE_PROCESS_STD = 1e-3  # notes sec. 5 item 5: "small process noise (e.g. 1e-3 std)"
+CARTPOLE_PROCESS_STD = 1e-3  # "small process noise" (docs/sources/mchutchon.md#cartpole-data)
 
 
 def cartpole_derivative(state: Array, force: Array) -> Array:
-    """d/dt [x, xdot, thetadot, theta] of the PILCO uniform-rod cart-pole (notes M15; theta = 0 upright)."""
+    """d/dt [x, xdot, thetadot, theta] of the PILCO uniform-rod cart-pole (theta = 0 upright).
+
+    (docs/sources/mchutchon.md#cartpole)
+    """
     _, xdot, thetadot, theta = state
     p = CARTPOLE
     m, M, length, b, g = p["pole_mass"], p["cart_mass"], p["length"], p["friction"], p["gravity"]
@@ -255,7 +266,7 @@ def cartpole_step(state: Array, force: Array, dt: float = CARTPOLE_DT, substeps:
 def cartpole(
     key: jax.Array, num_train: int = 20, num_test: int = 20, num_steps: int = 20, noise: str = "table3.6"
 ) -> Dataset:
-    """Cart-pole trajectories with random zero-order-hold forces U[-10, 10] N (notes sec. 5 item 5 defaults).
+    """Cart-pole trajectories with random zero-order-hold forces U[-10, 10] N (docs/sources/mchutchon.md#cartpole-data).
 
     Start N([0, 0, 0, pi], 0.1^2 I) (hanging; M15). Process noise std 1e-3 per state; observation noise so that the
     total std is Table 3.6's (``noise="table3.6"``) or Table 4.1's observation noise (``noise="table4.1"``).
