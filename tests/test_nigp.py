@@ -1,4 +1,8 @@
-"""NIGP (zoo/nigp.py) against autodiff, the plain GP and finite differences; the gp/eiv program under the engines."""
+"""NIGP (zoo/nigp.py, engine inference/nigp.py) against autodiff, the plain GP, finite differences and the recorded
+outputs of the former ``zoo.nigp.fit``; the gp/eiv program under the engines."""
+
+import json
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -13,17 +17,29 @@ from numpyro.infer.util import log_density
 import inference
 import zoo
 from zoo import gp, nigp
-from zoo.errors import DataError
+from zoo.errors import DataError, OptionError
+
+REFERENCE = json.loads((Path(__file__).parent / "nigp_fit_reference.json").read_text())["cases"]
 
 PARAMS = nigp.NIGPParams(jnp.array([0.9, 1.4]), jnp.asarray(1.2), jnp.asarray(0.05), jnp.array([0.04, 0.09]))
 
 
-@pytest.fixture(scope="module")
-def data():
+def fixture_data():
     k = jax.random.split(jax.random.PRNGKey(0), 2)
     X = jax.random.uniform(k[0], (25, 2), minval=-3.0, maxval=3.0)
     y = jnp.sin(X[:, 0]) * jnp.cos(0.5 * X[:, 1]) + 0.1 * jax.random.normal(k[1], (25,))
     return X, y
+
+
+@pytest.fixture(scope="module")
+def data():
+    return fixture_data()
+
+
+def train(X, y, **options):
+    """The nigp engine on gp/nigp: (NIGPParams, Sigma~ (N,)) and the InferenceData."""
+    idata = inference.run("gp/nigp", {"X": X, "y": y}, engine="nigp", **options)
+    return nigp.params_from(idata.point_estimates), idata
 
 
 def test_slopes_match_autodiff_of_the_slope_gp(data):
@@ -147,16 +163,79 @@ def test_nigp_recovers_square_wave_noise():
     output noise near 0.05, while a plain GP inflates its output noise."""
     ds = nigp.simulate_square_wave(jax.random.PRNGKey(0))
     X, y = ds.observed["Yin"], ds.observed["Yout"]
-    gp_params, _ = nigp.fit(X, y, mode="gp")
-    params, _ = nigp.fit(X, y, mode="nigpm")
+    (gp_params, _), _ = train(X, y, mode="gp")
+    (params, _), _ = train(X, y, mode="nigpm")
     assert abs(np.sqrt(params.input_noise[0]) / 0.3 - 1.0) < 0.1
     assert np.sqrt(gp_params.noise) > 2 * np.sqrt(params.noise)
 
 
 def test_bad_input_raises():
-    with pytest.raises(DataError, match=r"\(N,\)"):
-        nigp.fit(jnp.zeros((5, 1)), jnp.zeros(4))
+    with pytest.raises(DataError, match="N=4"):
+        train(jnp.zeros((5, 1)), jnp.zeros(4))
     with pytest.raises(DataError, match="NaN"):
-        nigp.fit(jnp.zeros((5, 1)), jnp.array([0.0, 1.0, jnp.nan, 0.0, 1.0]))
+        train(jnp.zeros((5, 1)), jnp.array([0.0, 1.0, jnp.nan, 0.0, 1.0]))
     with pytest.raises(zoo.errors.ZooError, match="mode"):
-        nigp.fit(jnp.zeros((5, 1)), jnp.zeros(5), mode="nigpx")
+        train(jnp.zeros((5, 1)), jnp.zeros(5), mode="nigpx")
+
+
+@pytest.mark.parametrize(
+    "options, match",
+    [
+        ({"mode": "NIGPm"}, "mode must be one of"),
+        ({"passes": 0}, "passes"),
+        ({"passes": 1.5}, "passes"),
+        ({"num_steps": 0}, "num_steps"),
+        ({"init": {"noise": -1.0}}, "support"),
+        ({"init": {"slope": 1.0}}, "unknown parameter"),
+        ({"gtol": 1e-9}, "unknown option"),
+    ],
+)
+def test_bad_option_raises_before_compiling(options, match, monkeypatch):
+    def no_compiling(*args, **kwargs):
+        raise AssertionError("compiled before the options were checked")
+
+    monkeypatch.setattr(inference.api.Timer, "call", no_compiling)
+    with pytest.raises(OptionError, match=match):
+        train(*fixture_data(), **options)
+
+
+@pytest.mark.parametrize("case", REFERENCE, ids=lambda c: f"{c['data']}-{'-'.join(map(str, c['options'].values()))}")
+def test_engine_reproduces_recorded_fit(case):
+    """The engine runs the former ``zoo.nigp.fit`` optimisation: same start, optimiser, passes and numbers."""
+    if case["data"] == "fixture":
+        X, y = fixture_data()
+    else:
+        ds = nigp.simulate_square_wave(jax.random.PRNGKey(0))
+        X, y = ds.observed["Yin"], ds.observed["Yout"]
+    (params, correction), idata = train(X, y, **case["options"])
+    for name, value in params._asdict().items():
+        np.testing.assert_allclose(np.ravel(value), case[name], rtol=1e-10, atol=1e-300, err_msg=name)
+    np.testing.assert_allclose(correction, case["correction"], rtol=1e-10, atol=1e-14)
+    # the point estimate as one posterior draw; the objective trace covers every pass and, in a single pass, ends at
+    # eq. 2.78 at the optimum (later passes hold an earlier Sigma~ fixed, which the final point does not determine)
+    assert idata.posterior["lengthscale"].shape == (1, 1, X.shape[1])
+    passes = 1 if case["options"]["mode"] == "gp" else case["options"].get("passes", 2)
+    assert set(idata.optimization["pass"].values[0]) == set(range(passes))
+    if passes == 1:
+        final = nigp.log_likelihood(params, jnp.asarray(X), jnp.asarray(y), case["options"]["mode"])
+        np.testing.assert_allclose(idata.optimization["objective"].values[0][-1], final, rtol=1e-9)
+
+
+def test_nigp_program_prior_predictive_and_factor(data):
+    """gp/nigp: with y the log density is the priors + the first-pass NIGPm factor (eq. 2.78); without y, y is drawn
+    from N(0, K + (sigma_out^2 + sum_d sigma_in,d^2 sf2 / l_d^2) I)."""
+    X, y = data
+    program = zoo.get("gp/nigp").program
+    site = PARAMS._asdict()
+    logp, _ = log_density(program, (), {"X": X, "y": y}, site)
+    prior = (
+        dist.LogNormal(0.0, 1.0).log_prob(PARAMS.lengthscale).sum()
+        + dist.LogNormal(0.0, 1.0).log_prob(PARAMS.variance)
+        + dist.LogNormal(-2.0, 1.5).log_prob(PARAMS.noise)
+        + dist.LogNormal(-2.0, 1.5).log_prob(PARAMS.input_noise).sum()
+    )
+    np.testing.assert_allclose(logp, prior + nigp.log_likelihood(PARAMS, X, y, "nigpm"), rtol=1e-12)
+    trace = numpyro.handlers.trace(numpyro.handlers.seed(numpyro.handlers.substitute(program, site), 0)).get_trace(X)
+    extra = jnp.sum(PARAMS.input_noise * PARAMS.variance / PARAMS.lengthscale**2)
+    cov = PARAMS.kernel(X) + (PARAMS.noise + extra) * jnp.eye(25)
+    np.testing.assert_allclose(trace["y"]["fn"].covariance_matrix, gp.add_jitter(cov), rtol=1e-10)

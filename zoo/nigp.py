@@ -16,8 +16,10 @@ The slopes come from a "slope GP" on the same data with the same hyperparameters
 with K_s = K + sigma_out^2 I in the first pass (the thesis prints K^{-1} without noise in 2.86: a typo, per the
 notes) and K_s = K + diag(Sigma~_prev) + sigma_out^2 I in later passes, Sigma~_prev held fixed (stop_gradient).
 The slope GP shares the hyperparameters being trained, so ML-II gradients are chained through the slopes
-(autodiff does it). NIGP is a pseudo-likelihood (y_out enters through the slopes too), so it is trained by ML-II with
-``fit`` (scipy L-BFGS-B on log-parameters, jitted JAX gradients), not sampled: there is no registered NIGP program.
+(autodiff does it). NIGP is a pseudo-likelihood (y_out enters through the slopes too), so it is trained by ML-II,
+not sampled: the model is registered as ``gp/nigp`` with the capability ``noisy_input``, and the engine ``nigp``
+(``inference/nigp.py``: the optimiser and the passes) trains it through the ``noisy_input`` view below;
+``params_from`` turns the engine's point estimates back into ``NIGPParams``. This module holds the maths only.
 
 Prediction at a noisy test input y* (eqs. 2.87-2.94): ``predict(..., method="plain")`` uses the NIGP posterior at y*
 plus Sigma~(y*); ``method="moments"`` integrates over x* ~ N(y*, Sigma_in) with the exact SE moments of
@@ -27,7 +29,6 @@ The exact model M3 with latent true inputs is registered as ``gp/eiv`` (notes M3
 is the reference NIGP approximates. MLHGP (M6) is not implemented: see ``paper_figures/mchutchon_square_wave.py``.
 """
 
-from functools import partial
 from typing import Any, NamedTuple
 
 import jax
@@ -35,12 +36,11 @@ import jax.numpy as jnp
 import numpy as np
 import numpyro
 import numpyro.distributions as dist
-import scipy.optimize
 from jax.scipy.linalg import cho_solve, solve_triangular
 
 from zoo import gp
 from zoo import moments as mm
-from zoo.errors import DataError, ZooError
+from zoo.errors import ZooError
 from zoo.kernels import SquaredExponential
 from zoo.registry import Dataset, ModelSpec, frozen, positive_int, register
 
@@ -112,7 +112,7 @@ def log_likelihood(params: NIGPParams, X: Array, y: Array, mode: str, slope_extr
 
 
 # ----------------------------------------------------------------------------------------------------------------
-# Training (ML-II) and prediction
+# Starting point, prediction, and the engine's point estimates
 
 
 def initial_params(X: Array, y: Array) -> NIGPParams:
@@ -121,80 +121,14 @@ def initial_params(X: Array, y: Array) -> NIGPParams:
     return NIGPParams(0.5 * sx, jnp.var(y), 0.1 * jnp.var(y), (0.05 * sx) ** 2)
 
 
-NON_FINITE_LOSS = 1e30
-MAX_RELATIVE_LENGTHSCALE = 1e4
-
-
-@partial(jax.jit, static_argnames=("mode",))
-def _objective_and_grad(flat: Array, X: Array, y: Array, slope_extra: Array, mode: str):
-    """Per-point negative log likelihood and its gradient w.r.t. the flat log-parameters [log l (D), log sf2,
-    log sigma_out^2, log sigma_in^2 (D)]; the gradient flows through the slope GP."""
-
-    def loss(flat):
-        return -log_likelihood(_unflatten(flat, X.shape[1]), X, y, mode, slope_extra) / y.shape[0]
-
-    return jax.value_and_grad(loss)(flat)
-
-
-def _unflatten(flat: Array, D: int) -> NIGPParams:
-    values = jnp.exp(flat)
-    return NIGPParams(values[:D], values[D], values[D + 1], values[D + 2 :])
-
-
-def _flatten(params: NIGPParams) -> np.ndarray:
-    return np.log(np.concatenate([np.ravel(np.asarray(v, dtype=float)) for v in params]))
-
-
-def fit(
-    X: Array, y: Array, mode: str = "nigpm", passes: int = 2, steps: int = 500, init: NIGPParams | None = None
-) -> tuple[NIGPParams, Array]:
-    """ML-II training (procedure 2.3): returns the hyperparameters and the final Sigma~(Y_in) (N,).
-
-    Optimiser: scipy L-BFGS-B on log-parameters with a jitted value-and-gradient (the thesis used Rasmussen's
-    ``minimize``; the optimiser is unspecified), at most ``steps`` iterations per pass. Pass 1 uses the slope GP
-    K + sigma_out^2 I; each later pass recomputes the slopes from the previous pass's K_n (held fixed) and re-trains
-    from the previous optimum. mode "gp" trains a plain GP (input noise unused).
-    """
-    X, y = _check_data(X, y)
-    if mode not in MODES:
-        raise ZooError(f"NIGP mode must be one of {MODES}, got {mode!r}")
-    passes, steps = positive_int("passes", passes), positive_int("steps", steps)
-    D = X.shape[1]
-    flat = _flatten(initial_params(X, y) if init is None else init)
-    slope_extra = jnp.zeros(X.shape[0])
-    # ARD switches an irrelevant input off by a lengthscale -> infinity; capped at MAX_RELATIVE_LENGTHSCALE input
-    # sds (already a constant function of that input) so that exp(log l) and moment matching stay finite
-    max_log_lengthscale = np.log(MAX_RELATIVE_LENGTHSCALE * np.maximum(np.std(np.asarray(X), 0), 1e-12))
-    bounds = [(None, b) for b in max_log_lengthscale] + [(None, None)] * (D + 2)
-    flat[:D] = np.minimum(flat[:D], max_log_lengthscale)
-    for _ in range(1 if mode == "gp" else passes):
-
-        def value_and_grad(v, extra=slope_extra):
-            value, grad = _objective_and_grad(jnp.asarray(v), X, y, extra, mode)
-            if not (np.isfinite(value) and np.all(np.isfinite(grad))):
-                # a step into a region where K_n is not numerically positive definite: report a huge loss so that
-                # the line search backs off (as GPML's minimize halves such steps) instead of ending on NaN
-                return NON_FINITE_LOSS, np.zeros_like(v)
-            return float(value), np.asarray(grad, dtype=float)
-
-        result = scipy.optimize.minimize(
-            value_and_grad, flat, jac=True, method="L-BFGS-B", bounds=bounds, options={"maxiter": steps, "gtol": 1e-7}
-        )
-        if not np.isfinite(result.fun) or result.fun >= NON_FINITE_LOSS:
-            raise ZooError(f"NIGP {mode} training diverged (objective {result.fun}).")
-        flat = result.x
-        slope_extra = training_correction(_unflatten(jnp.asarray(flat), D), X, y, mode, slope_extra)
-    return _unflatten(jnp.asarray(flat), D), slope_extra
-
-
 def predict(
     params: NIGPParams, X: Array, y: Array, correction: Array, X_new: Array, mode: str = "nigpm", method: str = "plain"
 ) -> tuple[Array, Array]:
     """Predictive mean and variance (n,) of a noisy y_out at noisy test inputs X_new (n, D) (eqs. 2.87-2.94).
 
-    correction: the training Sigma~ returned by ``fit``. method "plain": NIGP posterior at y* + Sigma~(y*) +
-    sigma_out^2, slopes from the trained posterior (K_s = K_n). method "moments": exact moments of f(x*),
-    x* ~ N(y*, Sigma_in), via zoo.moments (with mode "gp" the input covariance is 0: a plain GP).
+    correction: the training Sigma~ (N,) of the trained model (``params_from``). method "plain": NIGP posterior at
+    y* + Sigma~(y*) + sigma_out^2, slopes from the trained posterior (K_s = K_n). method "moments": exact moments of
+    f(x*), x* ~ N(y*, Sigma_in), via zoo.moments (with mode "gp" the input covariance is 0: a plain GP).
     """
     if method not in ("plain", "moments"):
         raise ZooError(f"NIGP predict: method must be 'plain' or 'moments', got {method!r}")
@@ -220,15 +154,11 @@ def test_log_prob(mean: Array, var: Array, y: Array) -> Array:
     return jnp.mean(dist.Normal(mean, jnp.sqrt(var)).log_prob(y))
 
 
-def _check_data(X, y):
-    X = jnp.asarray(X, dtype=float)
-    X = X[:, None] if X.ndim == 1 else X
-    y = jnp.asarray(y, dtype=float)
-    if X.ndim != 2 or y.shape != (X.shape[0],):
-        raise DataError(f"NIGP: inputs must be (N, D) and outputs (N,); got {X.shape} and {y.shape}.")
-    if not (bool(jnp.all(jnp.isfinite(X))) and bool(jnp.all(jnp.isfinite(y)))):
-        raise DataError("NIGP: data have NaN or infinite values.")
-    return X, y
+def params_from(point_estimates) -> tuple[NIGPParams, Array]:
+    """The hyperparameters and the training Sigma~ (N,) from the ``point_estimates`` group of a ``nigp`` engine run
+    (chain 0): ``params, correction = params_from(idata.point_estimates)``, ready for ``predict``."""
+    value = {name: jnp.asarray(point_estimates[name].values[0]) for name in (*NIGPParams._fields, "correction")}
+    return NIGPParams(*(value[name] for name in NIGPParams._fields)), value["correction"]
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -237,19 +167,26 @@ def _check_data(X, y):
 INPUT_PRIOR_SCALE = 10.0  # Xin ~ N(0, 10^2): the "~flat" prior of the notes' M3 sketch
 
 
+def _hyperparameters(D: int) -> NIGPParams:
+    """Sites lengthscale (D,), variance, noise, input_noise (D,) with the priors shared by gp/eiv and gp/nigp."""
+    return NIGPParams(
+        numpyro.sample("lengthscale", dist.LogNormal(0.0, 1.0).expand([D]).to_event(1)),
+        numpyro.sample("variance", dist.LogNormal(0.0, 1.0)),
+        numpyro.sample("noise", dist.LogNormal(-2.0, 1.5)),
+        numpyro.sample("input_noise", dist.LogNormal(-2.0, 1.5).expand([D]).to_event(1)),
+    )
+
+
 def eiv_gp(Yin, Yout=None):
     """Errors-in-variables GP (McHutchon M3): latent true inputs Xin (N, D), Yin ~ N(Xin, diag(input_noise)),
     Yout ~ N(0, K(Xin, Xin) + noise I) with f integrated out. Sites: lengthscale (D,), variance, noise
     (= sigma_out^2), input_noise (D,) (= sigma_in^2), Xin (N, D). Priors as gp/regression, LogNormal(-2, 1.5) on the
     input-noise variances, and the ~flat N(0, 10^2) on Xin of the notes' sketch."""
     N, D = Yin.shape
-    lengthscale = numpyro.sample("lengthscale", dist.LogNormal(0.0, 1.0).expand([D]).to_event(1))
-    variance = numpyro.sample("variance", dist.LogNormal(0.0, 1.0))
-    noise = numpyro.sample("noise", dist.LogNormal(-2.0, 1.5))
-    input_noise = numpyro.sample("input_noise", dist.LogNormal(-2.0, 1.5).expand([D]).to_event(1))
+    params = _hyperparameters(D)
     Xin = numpyro.sample("Xin", dist.Normal(0.0, INPUT_PRIOR_SCALE).expand([N, D]).to_event(2))
-    numpyro.sample("Yin", dist.Normal(Xin, jnp.sqrt(input_noise)).to_event(2), obs=Yin)
-    K = SquaredExponential(variance, lengthscale)(Xin) + noise * jnp.eye(N)
+    numpyro.sample("Yin", dist.Normal(Xin, jnp.sqrt(params.input_noise)).to_event(2), obs=Yin)
+    K = params.kernel(Xin) + params.noise * jnp.eye(N)
     numpyro.sample("Yout", dist.MultivariateNormal(jnp.zeros(N), scale_tril=gp.cholesky(K)), obs=Yout)
 
 
@@ -309,5 +246,77 @@ register(
         simulate=simulate_square_wave,
         data_shapes=frozen({"Yin": ("N", "D"), "Yout": ("N",)}),
         default_params=frozen({"lengthscale": 1.0, "variance": 1.0, "noise": 0.0025, "input_noise": 0.09}),
+    )
+)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# The NIGP model (M8) as a program, and the view the ``nigp`` engine trains it through
+
+
+def nigp_program(X, y=None):
+    """NIGP (McHutchon M8): GP regression on noisy inputs X (N, D) with the input noise folded into the output
+    covariance by the linearisation of eqs. 2.75-2.78. Sites as gp/eiv without the latent inputs: lengthscale (D,),
+    variance, noise (= sigma_out^2), input_noise (D,) (= sigma_in^2), same priors.
+
+    With y (N,) observed, the factor ``nigp_log_lik`` is the first-pass NIGPm pseudo-likelihood (slope GP
+    K + sigma_out^2 I): y enters through the slopes too, so it is a factor, not a sample site. The multi-pass scheme
+    (slopes held fixed from the previous pass) is the ``nigp`` engine's, through ``NOISY_INPUT_VIEW``. With y = None,
+    y is drawn from the linearised model itself: under the GP prior the slope at a point has mean 0 and variance
+    sf2 / l_d^2 (eq. 2.104 with no data) and is independent of f there, so y ~ N(0, K + (sigma_out^2 +
+    sum_d sigma_in,d^2 sf2 / l_d^2) I).
+    """
+    N, D = X.shape
+    params = _hyperparameters(D)
+    if y is not None:
+        numpyro.factor("nigp_log_lik", log_likelihood(params, X, y, "nigpm"))
+        return
+    prior_slope_var = jnp.broadcast_to(params.variance / params.lengthscale**2, (N, D))
+    correction = corrective_variance(params, jnp.zeros((N, D)), prior_slope_var, "nigpu")
+    L = gp.cholesky(params.kernel(X) + jnp.diag(params.noise + correction))
+    numpyro.sample("y", dist.MultivariateNormal(jnp.zeros(N), scale_tril=L))
+
+
+class NoisyInputView(NamedTuple):
+    """What the ``nigp`` engine needs beyond the program, on dicts of site values (``NIGPParams`` field names).
+
+    initial(X, y) -> values: the data-scaled starting point. log_likelihood(values, X, y, mode, slope_extra) and
+    training_correction(values, X, y, mode, slope_extra): eq. 2.78 and Sigma~(Y_in) with the slope GP
+    K + sigma_out^2 I + diag(slope_extra) (slope_extra held fixed).
+    """
+
+    initial: Any
+    log_likelihood: Any
+    training_correction: Any
+
+
+NOISY_INPUT_VIEW = NoisyInputView(
+    initial=lambda X, y: initial_params(X, y)._asdict(),
+    log_likelihood=lambda values, X, y, mode, extra: log_likelihood(NIGPParams(**values), X, y, mode, extra),
+    training_correction=lambda values, X, y, mode, extra: training_correction(NIGPParams(**values), X, y, mode, extra),
+)
+
+
+def simulate_square_wave_xy(key, n: int = 60, n_test: int = 1000) -> Dataset:
+    """``simulate_square_wave`` with gp/nigp's names: X = Yin (N, 1), y = Yout (N,); truth as there."""
+    ds = simulate_square_wave(key, n, n_test)
+
+    def rename(arrays):
+        return {"X": arrays["Yin"], "y": arrays["Yout"]}
+
+    return Dataset(observed=rename(ds.observed), truth=ds.truth, test=rename(ds.test))
+
+
+register(
+    ModelSpec(
+        name="gp/nigp",
+        summary="Noisy-input GP (NIGP): input noise as a slope-dependent output variance; ML-II by the nigp engine",
+        source="McHutchon 2014, ch. 2 (eqs. 2.75-2.78, 2.85-2.86, 2.100-2.104), procedure 2.3; seed notes model M8",
+        program=nigp_program,
+        simulate=simulate_square_wave_xy,
+        data_shapes=frozen({"X": ("N", "D"), "y": ("N",)}),
+        default_params=frozen({"lengthscale": 1.0, "variance": 1.0, "noise": 0.0025, "input_noise": 0.09}),
+        capabilities=frozenset({"noisy_input"}),
+        views=frozen({"noisy_input": NOISY_INPUT_VIEW}),
     )
 )

@@ -1,0 +1,156 @@
+"""The ``nigp`` engine: ML-II training of a noisy-input GP by NIGP's pseudo-likelihood (McHutchon 2014, procedure 2.3).
+
+The model's ``noisy_input`` view supplies the maths (``zoo/nigp.py``: the data-scaled start, the approximate log
+marginal likelihood of eq. 2.78 and the corrective variance Sigma~ of eqs. 2.75-2.77 from the slope GP of
+eqs. 2.85-2.86); this module is the training loop. Pass 1 maximises eq. 2.78 with the slope GP K + sigma_out^2 I;
+each later pass recomputes Sigma~ at the previous optimum, holds it fixed in the slope GP
+(K + diag(Sigma~_prev) + sigma_out^2 I) and re-trains from there. mode "gp" is one pass of a plain GP (eq. 2.78 with
+Sigma~ = 0; the input noise gets no gradient and stays at its start).
+
+Optimiser: scipy L-BFGS-B on the log of every site value, with a jitted value-and-gradient of the per-point negative
+log likelihood (the thesis used Rasmussen's ``minimize``; the optimiser is unspecified), at most ``num_steps``
+iterations per pass.
+
+Output: point_estimates = the sites (lengthscale (1, D), variance (1,), noise (1,), input_noise (1, D)) and the final
+training ``correction`` Sigma~(Y_in) (1, N) (``zoo.nigp.params_from`` turns them back into ``NIGPParams``);
+posterior = the same sites as a single draw (chain 1, draw 1); traces = ``objective`` (the pass's eq. 2.78, total over
+points, after each L-BFGS-B iteration) and ``pass`` (its pass index), passes concatenated.
+"""
+
+from functools import cache
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import scipy.optimize
+
+from inference.api import EngineOutput, register_engine
+from inference.program import observed_args, resolve_params
+from zoo.errors import OptionError, ZooError
+
+Array = Any
+MODES = ("gp", "nigpm", "nigpu")
+NON_FINITE_LOSS = 1e30
+MAX_RELATIVE_LENGTHSCALE = 1e4
+GRADIENT_TOLERANCE = 1e-7
+
+
+@cache
+def objective(view, mode: str, shapes: tuple[tuple[str, tuple[int, ...]], ...]):
+    """Jitted ``(flat, X, y, slope_extra) -> (loss, gradient)``: the per-point negative log likelihood of eq. 2.78 and
+    its gradient w.r.t. the flat log site values (sites in the order of ``shapes``); the gradient flows through the
+    slope GP, with ``slope_extra`` held fixed."""
+
+    def loss(flat, X, y, slope_extra):
+        return -view.log_likelihood(unflatten(flat, shapes), X, y, mode, slope_extra) / y.shape[0]
+
+    return jax.jit(jax.value_and_grad(loss))
+
+
+def unflatten(flat: Array, shapes: tuple[tuple[str, tuple[int, ...]], ...]) -> dict[str, Array]:
+    """Site values from the flat log-parameters: exp, then cut in the order of ``shapes``."""
+    values, out, start = jnp.exp(flat), {}, 0
+    for name, shape in shapes:
+        size = int(np.prod(shape))
+        out[name] = values[start : start + size].reshape(shape)
+        start += size
+    return out
+
+
+def flatten(values: dict[str, Array]) -> np.ndarray:
+    return np.log(np.concatenate([np.ravel(np.asarray(v, dtype=float)) for v in values.values()]))
+
+
+def check_options(options: dict) -> tuple[str, int]:
+    """mode and passes, validated before anything is compiled (num_steps is checked by ``run``)."""
+    mode, passes = options["mode"], options["passes"]
+    if mode not in MODES:
+        raise OptionError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+    if isinstance(passes, bool) or not isinstance(passes, int | np.integer) or passes < 1:
+        raise OptionError(f"passes must be an integer >= 1, got {passes!r}")
+    if options["init"] is not None and not isinstance(options["init"], dict):
+        raise OptionError(f"init must be a dict of site values or None, got {options['init']!r}")
+    return mode, int(passes)
+
+
+def lengthscale_bounds(X: Array, D: int, size: int) -> tuple[np.ndarray, list]:
+    """Upper bounds on log lengthscale (D,) and the L-BFGS-B bounds of the flat vector (lengthscale first).
+
+    ARD switches an irrelevant input off by a lengthscale -> infinity; capped at MAX_RELATIVE_LENGTHSCALE input sds
+    (already a constant function of that input) so that exp(log l) and moment matching stay finite."""
+    cap = np.log(MAX_RELATIVE_LENGTHSCALE * np.maximum(np.std(np.asarray(X), 0), 1e-12))
+    return cap, [(None, b) for b in cap] + [(None, None)] * (size - D)
+
+
+def train(view, X: Array, y: Array, init: dict, mode: str, passes: int, num_steps: int, timer):
+    """Procedure 2.3: returns the site values, the final Sigma~(Y_in) (N,), the objective trace, the pass index per
+    trace entry and the number of value-and-gradient evaluations."""
+    names = tuple(init)
+    if names[0] != "lengthscale":
+        raise ZooError(f"nigp: the view's first site must be the lengthscale, got {names}")
+    shapes = tuple((name, tuple(np.shape(init[name]))) for name in names)
+    D, N = X.shape[1], y.shape[0]
+    flat = flatten(init)
+    cap, bounds = lengthscale_bounds(X, D, flat.size)
+    flat[:D] = np.minimum(flat[:D], cap)
+    fn = objective(view, mode, shapes)
+    slope_extra = jnp.zeros(N)
+    trace, pass_of, evaluations = [], [], 0
+    for index in range(1 if mode == "gp" else passes):
+
+        def value_and_grad(v, extra=slope_extra):
+            value, grad = timer.call(fn, jnp.asarray(v), X, y, extra)
+            if not (np.isfinite(value) and np.all(np.isfinite(grad))):
+                # a step into a region where K_n is not numerically positive definite: report a huge loss so that
+                # the line search backs off (as GPML's minimize halves such steps) instead of ending on NaN
+                return NON_FINITE_LOSS, np.zeros_like(v)
+            return float(value), np.asarray(grad, dtype=float)
+
+        def record(intermediate_result):  # scipy passes the iterate's OptimizeResult to a parameter of this name
+            trace.append(-N * intermediate_result.fun)
+
+        result = scipy.optimize.minimize(
+            value_and_grad,
+            flat,
+            jac=True,
+            method="L-BFGS-B",
+            bounds=bounds,
+            callback=record,
+            options={"maxiter": num_steps, "gtol": GRADIENT_TOLERANCE},
+        )
+        if not np.isfinite(result.fun) or result.fun >= NON_FINITE_LOSS:
+            raise ZooError(f"NIGP {mode} training diverged (objective {result.fun}).")
+        evaluations += int(result.nfev)
+        pass_of += [index] * (len(trace) - len(pass_of))
+        flat = result.x
+        # Sigma~ at this pass's optimum: the next pass's slope GP holds it fixed (eq. 2.86, later passes)
+        slope_extra = view.training_correction(unflatten(jnp.asarray(flat), shapes), X, y, mode, slope_extra)
+    return unflatten(jnp.asarray(flat), shapes), slope_extra, np.asarray(trace), np.asarray(pass_of), evaluations
+
+
+@register_engine(
+    "nigp",
+    requires={"noisy_input"},
+    defaults={"mode": "nigpm", "passes": 2, "num_steps": 500, "init": None},
+    summary="NIGP (McHutchon 2014): ML-II by L-BFGS-B on the slope-corrected likelihood, slopes re-fixed per pass",
+)
+def nigp(spec, dataset, key, timer, **options) -> EngineOutput:
+    """mode: "nigpm" (posterior-mean slopes), "nigpu" (slope uncertainty too) or "gp" (plain GP, one pass).
+    passes: slope passes (procedure 2.3); num_steps: at most this many L-BFGS-B iterations per pass; init: site
+    values to start from instead of the view's data-scaled start (any subset of the sites). Deterministic: ``key``
+    is not used."""
+    mode, passes = check_options(options)
+    view = spec.views["noisy_input"]
+    observed = observed_args(dataset)
+    X, y = observed["X"], observed["y"]
+    init = view.initial(X, y)
+    if options["init"] is not None:
+        init |= resolve_params(spec, dataset, options["init"])
+    values, correction, trace, pass_of, evaluations = train(view, X, y, init, mode, passes, options["num_steps"], timer)
+    return EngineOutput(
+        posterior={name: value[None, None] for name, value in values.items()},
+        point_estimates={**{name: value[None] for name, value in values.items()}, "correction": correction[None]},
+        traces={"objective": trace[None], "pass": pass_of[None]},
+        num_grad_evals=evaluations,
+    )
