@@ -7,9 +7,9 @@ each later pass recomputes Sigma~ at the previous optimum, holds it fixed in the
 (K + diag(Sigma~_prev) + sigma_out^2 I) and re-trains from there. mode "gp" is one pass of a plain GP (eq. 2.78 with
 Sigma~ = 0; the input noise gets no gradient and stays at its start).
 
-Optimiser: scipy L-BFGS-B on the log of every site value, with a jitted value-and-gradient of the per-point negative
-log likelihood (the thesis used Rasmussen's ``minimize``; the optimiser is unspecified), at most ``num_steps``
-iterations per pass.
+Optimiser: scipy L-BFGS-B on the log of every learned site value (all sites but those fixed by ``params``), with a
+jitted value-and-gradient of the per-point negative log likelihood (the thesis used Rasmussen's ``minimize``; the
+optimiser is unspecified), at most ``num_steps`` iterations per pass.
 
 Output: point_estimates = the sites (lengthscale (1, D), variance (1,), noise (1,), input_noise (1, D)) and the final
 training ``correction`` Sigma~(Y_in) (1, N) (``zoo.nigp.params_from`` turns them back into ``NIGPParams``);
@@ -17,6 +17,7 @@ posterior = the same sites as a single draw (chain 1, draw 1); traces = ``object
 points, after each L-BFGS-B iteration) and ``pass`` (its pass index), passes concatenated.
 """
 
+from collections.abc import Mapping
 from functools import cache
 from typing import Any
 
@@ -38,12 +39,13 @@ GRADIENT_TOLERANCE = 1e-7
 
 @cache
 def objective(view, mode: str, shapes: tuple[tuple[str, tuple[int, ...]], ...]):
-    """Jitted ``(flat, X, y, slope_extra) -> (loss, gradient)``: the per-point negative log likelihood of eq. 2.78 and
-    its gradient w.r.t. the flat log site values (sites in the order of ``shapes``); the gradient flows through the
-    slope GP, with ``slope_extra`` held fixed."""
+    """Jitted ``(flat, fixed, X, y, slope_extra) -> (loss, gradient)``: the per-point negative log likelihood of
+    eq. 2.78 and its gradient w.r.t. the flat log values of the learned sites (in the order of ``shapes``); ``fixed``
+    holds the other sites' values. The gradient flows through the slope GP, with ``slope_extra`` held fixed."""
 
-    def loss(flat, X, y, slope_extra):
-        return -view.log_likelihood(unflatten(flat, shapes), X, y, mode, slope_extra) / y.shape[0]
+    def loss(flat, fixed, X, y, slope_extra):
+        values = {**fixed, **unflatten(flat, shapes)}
+        return -view.log_likelihood(values, X, y, mode, slope_extra) / y.shape[0]
 
     return jax.jit(jax.value_and_grad(loss))
 
@@ -63,44 +65,47 @@ def flatten(values: dict[str, Array]) -> np.ndarray:
 
 
 def check_options(options: dict) -> tuple[str, int]:
-    """mode and passes, validated before anything is compiled (num_steps is checked by ``run``)."""
-    mode, passes = options["mode"], options["passes"]
+    """mode, passes and init, validated before anything is compiled (num_steps and params are checked by ``run``)."""
+    mode, passes, init = options["mode"], options["passes"], options["init"]
     if mode not in MODES:
         raise OptionError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
     if isinstance(passes, bool) or not isinstance(passes, int | np.integer) or passes < 1:
         raise OptionError(f"passes must be an integer >= 1, got {passes!r}")
-    if options["init"] is not None and not isinstance(options["init"], dict):
-        raise OptionError(f"init must be a dict of site values or None, got {options['init']!r}")
+    if init is not None and not isinstance(init, Mapping):
+        raise OptionError(f"init must be a dict of site values or None, got {init!r}")
+    both = sorted(set(init or {}) & set(options["params"]))
+    if both:
+        raise OptionError(f"sites {both} are both fixed (params) and started from (init); give each in one of them")
     return mode, int(passes)
 
 
-def lengthscale_bounds(X: Array, D: int, size: int) -> tuple[np.ndarray, list]:
-    """Upper bounds on log lengthscale (D,) and the L-BFGS-B bounds of the flat vector (lengthscale first).
+def log_bounds(X: Array, shapes: tuple[tuple[str, tuple[int, ...]], ...]) -> list[tuple[None, float | None]]:
+    """L-BFGS-B bounds of the flat log values: only the lengthscale (D,) has one.
 
     ARD switches an irrelevant input off by a lengthscale -> infinity; capped at MAX_RELATIVE_LENGTHSCALE input sds
     (already a constant function of that input) so that exp(log l) and moment matching stay finite."""
     cap = np.log(MAX_RELATIVE_LENGTHSCALE * np.maximum(np.std(np.asarray(X), 0), 1e-12))
-    return cap, [(None, b) for b in cap] + [(None, None)] * (size - D)
+    bounds = []
+    for name, shape in shapes:
+        bounds += [(None, b) for b in cap] if name == "lengthscale" else [(None, None)] * int(np.prod(shape))
+    return bounds
 
 
-def train(view, X: Array, y: Array, init: dict, mode: str, passes: int, num_steps: int, timer):
-    """Procedure 2.3: returns the site values, the final Sigma~(Y_in) (N,), the objective trace, the pass index per
-    trace entry and the number of value-and-gradient evaluations."""
-    names = tuple(init)
-    if names[0] != "lengthscale":
-        raise ZooError(f"nigp: the view's first site must be the lengthscale, got {names}")
-    shapes = tuple((name, tuple(np.shape(init[name]))) for name in names)
-    D, N = X.shape[1], y.shape[0]
-    flat = flatten(init)
-    cap, bounds = lengthscale_bounds(X, D, flat.size)
-    flat[:D] = np.minimum(flat[:D], cap)
+def train(view, X: Array, y: Array, start: dict, fixed: dict, mode: str, passes: int, num_steps: int, timer):
+    """Procedure 2.3 over the sites in ``start`` (their starting values), the sites in ``fixed`` held at theirs.
+    Returns the learned values, the final Sigma~(Y_in) (N,), the objective trace, the pass index per trace entry
+    and the number of value-and-gradient evaluations."""
+    shapes = tuple((name, tuple(np.shape(value))) for name, value in start.items())
+    N = y.shape[0]
+    bounds = log_bounds(X, shapes)
+    flat = np.minimum(flatten(start), [np.inf if upper is None else upper for _, upper in bounds])
     fn = objective(view, mode, shapes)
     slope_extra = jnp.zeros(N)
     trace, pass_of, evaluations = [], [], 0
     for index in range(1 if mode == "gp" else passes):
 
         def value_and_grad(v, extra=slope_extra):
-            value, grad = timer.call(fn, jnp.asarray(v), X, y, extra)
+            value, grad = timer.call(fn, jnp.asarray(v), fixed, X, y, extra)
             if not (np.isfinite(value) and np.all(np.isfinite(grad))):
                 # a step into a region where K_n is not numerically positive definite: report a huge loss so that
                 # the line search backs off (as GPML's minimize halves such steps) instead of ending on NaN
@@ -125,29 +130,38 @@ def train(view, X: Array, y: Array, init: dict, mode: str, passes: int, num_step
         pass_of += [index] * (len(trace) - len(pass_of))
         flat = result.x
         # Sigma~ at this pass's optimum: the next pass's slope GP holds it fixed (eq. 2.86, later passes)
-        slope_extra = view.training_correction(unflatten(jnp.asarray(flat), shapes), X, y, mode, slope_extra)
+        values = {**fixed, **unflatten(jnp.asarray(flat), shapes)}
+        slope_extra = view.training_correction(values, X, y, mode, slope_extra)
     return unflatten(jnp.asarray(flat), shapes), slope_extra, np.asarray(trace), np.asarray(pass_of), evaluations
 
 
 @register_engine(
     "nigp",
     requires={"noisy_input"},
-    defaults={"mode": "nigpm", "passes": 2, "num_steps": 500, "init": None},
+    defaults={"mode": "nigpm", "passes": 2, "num_steps": 500, "init": None, "params": {}},
     summary="NIGP (McHutchon 2014): ML-II by L-BFGS-B on the slope-corrected likelihood, slopes re-fixed per pass",
 )
 def nigp(spec, dataset, key, timer, **options) -> EngineOutput:
     """mode: "nigpm" (posterior-mean slopes), "nigpu" (slope uncertainty too) or "gp" (plain GP, one pass).
     passes: slope passes (procedure 2.3); num_steps: at most this many L-BFGS-B iterations per pass; init: site
-    values to start from instead of the view's data-scaled start (any subset of the sites). Deterministic: ``key``
-    is not used."""
+    values to start from instead of the view's data-scaled start (any subset of the sites); params: sites held fixed
+    at the given values (e.g. a known input noise), the others learned. Deterministic: ``key`` is not used."""
     mode, passes = check_options(options)
     view = spec.views["noisy_input"]
     observed = observed_args(dataset)
     X, y = observed["X"], observed["y"]
+    fixed = dict(options["params"])
     init = view.initial(X, y)
     if options["init"] is not None:
         init |= resolve_params(spec, dataset, options["init"])
-    values, correction, trace, pass_of, evaluations = train(view, X, y, init, mode, passes, options["num_steps"], timer)
+    start = {name: value for name, value in init.items() if name not in fixed}
+    if not start:
+        raise OptionError("params fixes every site: nothing is left to train")
+    learned, correction, trace, pass_of, evaluations = train(
+        view, X, y, start, fixed, mode, passes, options["num_steps"], timer
+    )
+    merged = {**fixed, **learned}
+    values = {name: merged[name] for name in init}  # the view's site order
     return EngineOutput(
         posterior={name: value[None, None] for name, value in values.items()},
         point_estimates={**{name: value[None] for name, value in values.items()}, "correction": correction[None]},

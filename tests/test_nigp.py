@@ -188,6 +188,8 @@ def test_bad_input_raises():
         ({"init": {"noise": -1.0}}, "support"),
         ({"init": {"slope": 1.0}}, "unknown parameter"),
         ({"gtol": 1e-9}, "unknown option"),
+        ({"params": {"noise": 0.1}, "init": {"noise": 0.2}}, "both fixed"),
+        ({"params": {"lengthscale": 1.0, "variance": 1.0, "noise": 0.1, "input_noise": 0.1}}, "nothing is left"),
     ],
 )
 def test_bad_option_raises_before_compiling(options, match, monkeypatch):
@@ -219,6 +221,20 @@ def test_engine_reproduces_recorded_fit(case):
     if passes == 1:
         final = nigp.log_likelihood(params, jnp.asarray(X), jnp.asarray(y), case["options"]["mode"])
         np.testing.assert_allclose(idata.optimization["objective"].values[0][-1], final, rtol=1e-9)
+
+
+def test_fixed_sites_are_held_and_reported(data):
+    """params holds sites at their values. The plain GP's objective ignores the input noise, so fixing it changes
+    nothing else; NIGPm with a fixed input noise learns the other sites around it."""
+    X, y = data
+    (free, _), _ = train(X, y, mode="gp")
+    (held, _), _ = train(X, y, mode="gp", params={"input_noise": [0.3, 0.4]})
+    np.testing.assert_allclose(held.input_noise, [0.3, 0.4], rtol=0)
+    for name in ("lengthscale", "variance", "noise"):
+        np.testing.assert_allclose(getattr(held, name), getattr(free, name), rtol=1e-10, err_msg=name)
+    (nigpm, correction), idata = train(X, y, mode="nigpm", params={"input_noise": [0.01, 0.02]})
+    np.testing.assert_allclose(nigpm.input_noise, [0.01, 0.02], rtol=0)
+    assert idata.posterior["input_noise"].shape == (1, 1, 2) and np.all(np.asarray(correction) > 0)
 
 
 def test_nigp_program_prior_predictive_and_factor(data):
