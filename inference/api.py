@@ -207,6 +207,7 @@ def run(
     attrs = {
         "engine": chosen.name,
         "model": spec.name,
+        "model_options": json.dumps(_jsonable(spec.options), sort_keys=True),
         "seed": int(seed),
         "options": json.dumps(_jsonable(opts), sort_keys=True),
         "versions": json.dumps(package_versions(), sort_keys=True),

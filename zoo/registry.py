@@ -1,5 +1,7 @@
 """ModelSpec, the Dataset it simulates, and the registry of models (DESIGN.md section 4)."""
 
+import dataclasses
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -7,7 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from zoo.errors import DataError, ZooError, unknown_name
+from zoo.errors import DataError, OptionError, ZooError, unknown_name
+from zoo.options import Option, validate
 
 # A dimension is either a fixed size or a symbol ("N", "D") that must agree across arrays.
 Shape = tuple[int | str, ...]
@@ -38,6 +41,8 @@ class ModelSpec:
         condition on parameters when no ``params`` option is given.
     capabilities: what the model offers, e.g. ``{"continuous", "conjugate"}``; engines declare what they need.
     views: structured views derived from the same definition as the program, keyed by capability.
+    options: the family options this variant was built with (``zoo.get(name, **options)``); empty for a model
+        that takes none.
     """
 
     name: str
@@ -49,6 +54,7 @@ class ModelSpec:
     default_params: Mapping[str, Any] = field(default_factory=dict)
     capabilities: frozenset[str] = frozenset({"continuous"})
     views: Mapping[str, Any] = field(default_factory=dict)
+    options: Mapping[str, Any] = field(default_factory=dict)
 
     def validate(self, data: "Dataset | Mapping[str, Any]") -> Dataset:
         """Check names, shapes and finiteness of ``data``; return a Dataset of float64 arrays.
@@ -105,27 +111,85 @@ def _show(shape: Shape) -> str:
 
 
 _REGISTRY: dict[str, ModelSpec] = {}
+_FAMILIES: dict[str, "ModelFamily"] = {}
+
+
+@dataclass(frozen=True)
+class ModelFamily:
+    """A model that takes options: ``build(**options) -> ModelSpec`` for each validated set of ``options``.
+
+    ``options`` declares every option once (kind, default, range); ``zoo.get(name, **given)`` validates ``given``
+    against it before ``build`` runs, and ``build`` checks what involves several options together (raising
+    OptionError), so nothing is traced or compiled for a bad variant.
+    """
+
+    name: str
+    summary: str
+    source: str
+    build: Callable[..., ModelSpec]
+    options: Mapping[str, Option]
 
 
 def register(spec: ModelSpec) -> ModelSpec:
-    if spec.name in _REGISTRY:
-        raise ZooError(f"model {spec.name!r} is registered twice")
+    _check_new(spec.name)
     _REGISTRY[spec.name] = spec
     return spec
 
 
-def get(name: "str | ModelSpec") -> ModelSpec:
-    """The ModelSpec called ``name`` (a ModelSpec is returned as is)."""
+def register_family(name: str, options: Mapping[str, Option], summary: str, source: str):
+    """Decorator registering ``build(**options) -> ModelSpec`` as the model family ``name``."""
+
+    def decorate(build: Callable[..., ModelSpec]) -> Callable[..., ModelSpec]:
+        _check_new(name)
+        _FAMILIES[name] = ModelFamily(name, summary, source, build, frozen(options))
+        return build
+
+    return decorate
+
+
+def _check_new(name: str) -> None:
+    if name in _REGISTRY or name in _FAMILIES:
+        raise ZooError(f"model {name!r} is registered twice")
+
+
+def get(name: "str | ModelSpec", **options: Any) -> ModelSpec:
+    """The ModelSpec called ``name`` with ``options`` (a ModelSpec is returned as is).
+
+    Raises UnknownNameError for an unknown model and OptionError for an unknown option or a bad value. The same
+    (name, options) gives the same ModelSpec object, so engines' compiled programs are reused.
+    """
     if isinstance(name, ModelSpec):
+        if options:
+            raise OptionError(f"model {name.name!r} is already built; pass options to zoo.get by name.")
         return name
-    try:
+    if name in _REGISTRY:
+        if options:
+            raise OptionError(f"model {name!r} takes no options, got {', '.join(sorted(options))}.")
         return _REGISTRY[name]
-    except KeyError:
-        raise unknown_name("model", name, _REGISTRY) from None
+    if name not in _FAMILIES:
+        raise unknown_name("model", name, names())
+    family = _FAMILIES[name]
+    values = validate(f"model {name!r}", family.options, options)
+    return _built(name, tuple(sorted(values.items())))
+
+
+@functools.cache
+def _built(name: str, options: tuple[tuple[str, Any], ...]) -> ModelSpec:
+    family = _FAMILIES[name]
+    spec = family.build(**dict(options))
+    return dataclasses.replace(spec, name=name, options=frozen(dict(options)))
+
+
+def family_options(name: str) -> Mapping[str, Option]:
+    """The declared options of model ``name`` (empty for a model without options)."""
+    if name in _FAMILIES:
+        return _FAMILIES[name].options
+    get(name)  # unknown names raise
+    return frozen({})
 
 
 def names() -> list[str]:
-    return sorted(_REGISTRY)
+    return sorted([*_REGISTRY, *_FAMILIES])
 
 
 def frozen(mapping: Mapping[str, Any]) -> Mapping[str, Any]:
