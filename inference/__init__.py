@@ -7,7 +7,9 @@ import zoo  # noqa: F401  (float64 and the compilation cache before any engine t
 from inference import (  # noqa: F401  (register the engines)
     exact,
     kalman,
+    ml2,
     moment_matching,
+    nigp,
     numpyro_nuts,
     nuts,
     nvc,

@@ -1,32 +1,54 @@
-"""Stochastic variational inference (NumPyro SVI + optax) with a guide chosen by option.
+"""Stochastic variational inference (NumPyro SVI + optax Adam) with a guide chosen by option.
 
 Guides: ``normal`` (mean-field AutoNormal), ``mvn`` (full-rank AutoMultivariateNormal), ``delta`` (MAP,
-AutoDelta), or ``model`` (the guide the model provides as its ``guide`` view). Adam with a cosine-decayed
-learning rate, so the final iterates settle at the optimum instead of jittering around it. ``num_chains``
-runs independent restarts (vmapped in one jit); each gives a chain of posterior draws from its guide, so
-R-hat across restarts flags optima that disagree.
+AutoDelta), ``model`` (the guide the model provides as its ``guide`` view), or the name of any other guide the
+model offers in its ``guides`` view. Minibatching is the model's: a program whose data plate has a
+``subsample_size`` (a model option such as ``batch_size``) is scaled by NumPyro, so the minibatch ELBO and its
+gradient are unbiased (docs/architecture.md#svi).
+
+``num_chains`` independent fits are vmapped in one program; each gives a chain of posterior draws from its guide,
+so R-hat across chains flags optima that disagree. ``restarts = R`` fits R times per chain and keeps the fit
+with the highest final objective: a ``score_particles``-sample estimate of the ELBO at the final params, with
+common random numbers for all fits (the single-sample training trace is too noisy to rank fits). The estimate is
+reported as the point estimate ``final_elbo`` whenever it is computed (``score_particles > 0`` or restarts > 1).
+
+``init_params``: starting values (constrained) of param sites, by name; an array with one extra leading axis of
+size num_chains x restarts gives every fit its own start (e.g. the point estimates of an earlier run's chains).
+
+Output: posterior draws (chain, draw, ...); point_estimates: the guide's median (autoguides) or every param of
+the model and guide (``model``/named guides), plus ``final_elbo``; traces: ``elbo`` per step of the kept fits.
 """
 
 from functools import cache
 
 import jax
-import optax
+import jax.numpy as jnp
+import numpy as np
 from numpyro import handlers
-from numpyro.infer import SVI, Predictive, Trace_ELBO
+from numpyro.infer import Predictive, Trace_ELBO
 from numpyro.infer.autoguide import AutoDelta, AutoMultivariateNormal, AutoNormal
 
+from inference import optimise
 from inference.api import EngineOutput, register_engine
 from inference.program import conditioned_program, observed_args
 from zoo.errors import IncompatibleEngineError, OptionError
 
 AUTOGUIDES = {"normal": AutoNormal, "mvn": AutoMultivariateNormal, "delta": AutoDelta}
-GUIDES = (*AUTOGUIDES, "model")
+DEFAULT_SCORE_PARTICLES = 256  # ranking restarts when score_particles is not set
+
+
+def model_guides(spec) -> dict:
+    """The guides a model offers: its ``guide`` view as "model", and its ``guides`` view by name."""
+    offered = dict(spec.views.get("guides", {}))
+    if "guide" in spec.views:
+        offered["model"] = spec.views["guide"]
+    return offered
 
 
 def make_guide(spec, model, kind: str):
     if kind in AUTOGUIDES:
         return AUTOGUIDES[kind](model)
-    model_guide = spec.views["guide"]  # presence checked by the engine before anything is traced
+    model_guide = model_guides(spec)[kind]  # presence checked by the engine before anything is traced
 
     def guide(params, **observed):
         return model_guide(**observed)
@@ -44,25 +66,55 @@ def latent_and_deterministic(model, params, observed) -> list[str]:
     ]
 
 
-@cache
-def svi_runner(spec, kind: str, num_steps: int, num_samples: int, num_particles: int, lr: float, final: float):
-    """Jitted ``(keys, params, observed) -> (draws, losses, point)`` for all restarts."""
+def param_shapes(spec, kind: str, params, observed) -> dict[str, tuple[int, ...]]:
+    """Shapes of the param sites of the model and guide (one trace of each, nothing compiled)."""
     model = conditioned_program(spec)
-    schedule = optax.cosine_decay_schedule(lr, num_steps, alpha=final)
+    guide = make_guide(spec, model, kind)
+    shapes = {}
+    for program in (guide, model):
+        trace = handlers.trace(handlers.seed(program, 0)).get_trace(params, **observed)
+        shapes |= {name: jnp.shape(site["value"]) for name, site in trace.items() if site["type"] == "param"}
+    return shapes
 
-    def one_chain(key, params, observed):
+
+@cache
+def fit_runner(spec, kind: str, num_steps: int, num_particles: int, lr: float, final: float):
+    """Jitted ``(keys, params, observed, init) -> (guide params, losses)`` for every fit (leading axis: fits)."""
+    model = conditioned_program(spec)
+
+    def one_fit(key, params, observed, init):
         # Autoguides keep the prototype trace of their first use: a guide shared across traces (other data
         # shapes) would hand stale tracers to the new trace, so each trace builds its own.
         guide = make_guide(spec, model, kind)
-        svi = SVI(model, guide, optax.adam(schedule), Trace_ELBO(num_particles=num_particles))
-        k_init, k_draw = jax.random.split(key)
-        state = svi.init(k_init, params, **observed)
+        svi = optimise.make_svi(model, guide, lr, num_steps, final, num_particles)
+        k_init, _ = jax.random.split(key)
+        return optimise.fit(svi, k_init, num_steps, params, init_params=init, **observed)
 
-        def step(state, _):
-            return svi.update(state, params, **observed)
+    return jax.jit(jax.vmap(one_fit, in_axes=(0, None, None, 0)))
 
-        state, losses = jax.lax.scan(step, state, None, length=num_steps)
-        guide_params = svi.get_params(state)
+
+@cache
+def score_runner(spec, kind: str, num_particles: int):
+    """Jitted ``(key, guide params, params, observed) -> ELBO`` of every fit, one shared key (common random
+    numbers across fits)."""
+    model = conditioned_program(spec)
+
+    def one_score(key, guide_params, params, observed):
+        guide = make_guide(spec, model, kind)
+        loss = Trace_ELBO(num_particles=num_particles, vectorize_particles=True)
+        return -loss.loss(key, guide_params, model, guide, params, **observed)
+
+    return jax.jit(jax.vmap(one_score, in_axes=(None, 0, None, None)))
+
+
+@cache
+def draw_runner(spec, kind: str, num_samples: int):
+    """Jitted ``(keys, guide params, params, observed) -> (draws, point)`` of the kept fits (leading axis: chains)."""
+    model = conditioned_program(spec)
+
+    def one_chain(key, guide_params, params, observed):
+        guide = make_guide(spec, model, kind)
+        _, k_draw = jax.random.split(key)
         predictive = Predictive(
             model,
             guide=guide,
@@ -70,11 +122,49 @@ def svi_runner(spec, kind: str, num_steps: int, num_samples: int, num_particles:
             num_samples=num_samples,
             return_sites=latent_and_deterministic(model, params, observed),
         )
-        draws = predictive(k_draw, params, **observed)
+        draws = predictive(k_draw, params, **observed)  # also sets up an autoguide's prototype for median()
         point = guide.median(guide_params) if kind in AUTOGUIDES else guide_params
-        return draws, losses, point
+        return draws, point
 
-    return jax.jit(jax.vmap(one_chain, in_axes=(0, None, None)))
+    return jax.jit(jax.vmap(one_chain, in_axes=(0, 0, None, None)))
+
+
+def starting_values(init_params, shapes: dict, num_fits: int) -> dict:
+    """``init_params`` broadcast to (num_fits, *site shape) per param site; OptionError for unknown names or
+    shapes that are neither the site's nor (num_fits, *site shape)."""
+    starts = {}
+    for name, value in dict(init_params).items():
+        if name not in shapes:
+            known = ", ".join(sorted(shapes)) or "none"
+            raise OptionError(f"init_params: {name!r} is not a param site of this model and guide (known: {known}).")
+        array = jnp.asarray(value, dtype=float)
+        shape = tuple(shapes[name])
+        if array.shape == shape:
+            array = jnp.broadcast_to(array, (num_fits, *shape))
+        elif array.shape != (num_fits, *shape):
+            raise OptionError(
+                f"init_params[{name!r}] has shape {array.shape}; the site has shape {shape} (or {(num_fits, *shape)} "
+                "for one start per fit)."
+            )
+        if not bool(jnp.all(jnp.isfinite(array))):
+            raise OptionError(f"init_params[{name!r}] has NaN or infinite values.")
+        starts[name] = array
+    return starts
+
+
+def _check(spec, options) -> None:
+    kind = options["guide"]
+    known = (*AUTOGUIDES, *model_guides(spec))
+    if kind == "model" and kind not in known:
+        raise IncompatibleEngineError(f"model {spec.name!r} provides no guide; use one of {', '.join(known)}.")
+    if kind not in known:
+        raise OptionError(f"guide must be one of {', '.join(known)}, got {kind!r}")
+    if not 0.0 <= float(options["final_lr_fraction"]) <= 1.0:
+        raise OptionError("final_lr_fraction must lie in [0, 1]")
+    for name, least in (("restarts", 1), ("score_particles", 0)):
+        value = options[name]
+        if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < least:
+            raise OptionError(f"{name} must be an integer >= {least}, got {value!r}")
 
 
 @register_engine(
@@ -83,36 +173,50 @@ def svi_runner(spec, kind: str, num_steps: int, num_samples: int, num_particles:
     defaults={
         "guide": "normal",
         "num_chains": 1,
+        "restarts": 1,
         "num_steps": 3000,
         "num_samples": 1000,
         "num_particles": 1,
         "learning_rate": 0.02,
         "final_lr_fraction": 0.02,
+        "score_particles": 0,
+        "init_params": {},
         "params": {},
     },
-    summary="Stochastic variational inference (NumPyro + optax Adam); guide normal | mvn | delta | model",
+    summary="Stochastic variational inference (NumPyro + optax Adam); guide normal | mvn | delta | model; restarts",
 )
 def svi(spec, dataset, key, timer, **options) -> EngineOutput:
-    if options["guide"] not in GUIDES:
-        raise OptionError(f"guide must be one of {', '.join(GUIDES)}, got {options['guide']!r}")
-    if options["guide"] == "model" and "guide" not in spec.views:
-        raise IncompatibleEngineError(f"model {spec.name!r} provides no guide; use guide='normal', 'mvn' or 'delta'.")
-    if not 0.0 <= float(options["final_lr_fraction"]) <= 1.0:
-        raise OptionError("final_lr_fraction must lie in [0, 1]")
-    run_all = svi_runner(
+    _check(spec, options)
+    kind, chains, restarts = options["guide"], options["num_chains"], int(options["restarts"])
+    observed, params = observed_args(dataset), options["params"]
+    fits = chains * restarts
+    init = starting_values(options["init_params"], param_shapes(spec, kind, params, observed), fits)
+    run_fits = fit_runner(
         spec,
-        options["guide"],
+        kind,
         options["num_steps"],
-        options["num_samples"],
         options["num_particles"],
         float(options["learning_rate"]),
         float(options["final_lr_fraction"]),
     )
-    keys = jax.random.split(key, options["num_chains"])
-    draws, losses, point = timer.call(run_all, keys, options["params"], observed_args(dataset))
+    key, score_key = jax.random.split(key) if restarts > 1 or options["score_particles"] else (key, None)
+    keys = jax.random.split(key, fits)
+    guide_params, losses = timer.call(run_fits, keys, params, observed, init)
+    kept = np.arange(chains)
+    point_extra = {}
+    if score_key is not None:
+        particles = int(options["score_particles"]) or DEFAULT_SCORE_PARTICLES
+        scores = timer.call(score_runner(spec, kind, particles), score_key, guide_params, params, observed)
+        # fits are laid out chain-major: fit c * restarts + r is restart r of chain c
+        kept = kept * restarts + np.argmax(np.asarray(scores).reshape(chains, restarts), 1)
+        point_extra["final_elbo"] = np.asarray(scores)[kept]
+    guide_params = jax.tree.map(lambda x: x[kept], guide_params)
+    draws, point = timer.call(
+        draw_runner(spec, kind, options["num_samples"]), keys[kept], guide_params, params, observed
+    )
     return EngineOutput(
         posterior=draws,
-        point_estimates=point,
-        traces={"elbo": -losses},
-        num_grad_evals=options["num_chains"] * options["num_steps"] * options["num_particles"],
+        point_estimates={**point, **point_extra},
+        traces={"elbo": -losses[kept]},
+        num_grad_evals=fits * options["num_steps"] * options["num_particles"],
     )

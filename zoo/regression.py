@@ -71,6 +71,13 @@ def gp_regression(X, y=None, priors=None):
     numpyro.sample("y", dist.MultivariateNormal(jnp.zeros(X.shape[0]), scale_tril=L), obs=y)
 
 
+def kernel_and_noise(estimates) -> tuple[SquaredExponential, jax.Array]:
+    """(SE kernel, noise variance) of gp/regression's sites in ``estimates`` (e.g. one chain of an ``ml2`` result's
+    point estimates): ``lengthscale`` (D,), ``variance``, ``noise``."""
+    value = {name: jnp.asarray(estimates[name]) for name in ("lengthscale", "variance", "noise")}
+    return SquaredExponential(value["variance"], value["lengthscale"]), value["noise"]
+
+
 def gp_regression_latent(X, y=None):
     """GP regression with latent f in non-centred form: z ~ N(0, I), f = L z, y ~ N(f, sigma_n^2 I).
 
@@ -157,6 +164,7 @@ register(
         simulate=simulate_regression,
         data_shapes=REGRESSION_SHAPES,
         default_params=GP_DEFAULTS,
+        capabilities=frozenset({"continuous", "collapsed"}),
     )
 )
 register(
@@ -181,5 +189,6 @@ register(
         simulate=simulate_hyperposterior,
         data_shapes=REGRESSION_SHAPES,
         default_params=GP_DEFAULTS,
+        capabilities=frozenset({"continuous", "collapsed"}),
     )
 )
