@@ -19,6 +19,7 @@ the initial value):
             the ``guide`` view has q(v) = N(m, L L^T) and point masses (ML-II/MAP) on the hyperparameters.
 """
 
+from functools import partial
 from typing import Any, NamedTuple
 
 import jax
@@ -33,7 +34,8 @@ from zoo import gp
 from zoo.data.regression import noisy_sine
 from zoo.errors import DataError
 from zoo.kernels import Kernel, SquaredExponential, as_inputs
-from zoo.registry import Dataset, ModelSpec, frozen, positive_int, register
+from zoo.options import Option
+from zoo.registry import Dataset, ModelSpec, frozen, positive_int, register_family
 
 Array = Any
 LOG_2PI = jnp.log(2.0 * jnp.pi)
@@ -311,38 +313,58 @@ def simulate_sparse(key, n: int = 200, d: int = 1, m: int = DEFAULT_INDUCING, n_
 SPARSE_SHAPES = frozen({"X": ("N", "D"), "Z": ("M", "D"), "y": ("N",)})
 SPARSE_DEFAULTS = frozen({"lengthscale": 1.0, "variance": 1.0, "noise": 0.1})
 
-for _name, _program, _summary, _source, _views in (
-    (
-        "gp/fitc",
-        fitc,
-        "FITC sparse GP: y ~ N(0, Q + diag(K - Q) + s2 I); inducing inputs Z optimisable",
-        "Kaiser 2021, sec. 2.5 (eqs. 2.51-2.57)",
-        {},
-    ),
-    (
-        "gp/vfe",
-        vfe,
-        "Titsias collapsed VFE/SGPR bound: DTC likelihood plus -tr(K - Q)/(2 s2)",
-        "Kaiser 2021, sec. 2.6 (eqs. 2.58-2.71); Franzese 2024, sec. 8.1 (eqs. 8.12-8.15)",
-        {},
-    ),
-    (
-        "gp/svgp",
-        svgp,
-        "SVGP, whitened q(v) = N(m, LL^T), minibatch plate; guide view has q(v) and MAP hypers",
-        "Kaiser 2021, sec. 2.6 (eqs. 2.72-2.74); Franzese 2024, sec. 8.2 (eqs. 8.16-8.22)",
-        {"guide": svgp_guide},
-    ),
-):
-    register(
-        ModelSpec(
-            name=_name,
-            summary=_summary,
-            source=_source,
-            program=_program,
-            simulate=simulate_sparse,
-            data_shapes=SPARSE_SHAPES,
-            default_params=SPARSE_DEFAULTS,
-            views=frozen(_views),
-        )
+INDUCING_OPTION = Option("int", DEFAULT_INDUCING, "M, inducing inputs of simulated data (k-means of X)", minimum=1)
+BATCH_OPTION = Option("int", None, "minibatch size of the data plate (default: all points)", minimum=1, optional=True)
+
+
+def _sparse_spec(name, program, summary, source, num_inducing, views=None, capabilities=("continuous",)):
+    return ModelSpec(
+        name=name,
+        summary=summary,
+        source=source,
+        program=program,
+        simulate=partial(simulate_sparse, m=num_inducing),
+        data_shapes=SPARSE_SHAPES,
+        default_params=SPARSE_DEFAULTS,
+        capabilities=frozenset(capabilities),
+        views=frozen(views or {}),
     )
+
+
+FITC_SOURCE = "Kaiser 2021, sec. 2.5 (eqs. 2.51-2.57)"
+VFE_SOURCE = "Kaiser 2021, sec. 2.6 (eqs. 2.58-2.71); Franzese 2024, sec. 8.1 (eqs. 8.12-8.15)"
+SVGP_SOURCE = "Kaiser 2021, sec. 2.6 (eqs. 2.72-2.74); Franzese 2024, sec. 8.2 (eqs. 8.16-8.22)"
+
+
+@register_family(
+    "gp/fitc", {"num_inducing": INDUCING_OPTION}, "FITC sparse GP; inducing inputs optimisable", FITC_SOURCE
+)
+def _fitc(num_inducing: int) -> ModelSpec:
+    summary = "FITC sparse GP: y ~ N(0, Q + diag(K - Q) + s2 I); inducing inputs Z optimisable"
+    return _sparse_spec("gp/fitc", fitc, summary, FITC_SOURCE, num_inducing, capabilities=("continuous", "collapsed"))
+
+
+@register_family("gp/vfe", {"num_inducing": INDUCING_OPTION}, "Titsias collapsed VFE/SGPR bound", VFE_SOURCE)
+def _vfe(num_inducing: int) -> ModelSpec:
+    summary = "Titsias collapsed VFE/SGPR bound: DTC likelihood plus -tr(K - Q)/(2 s2)"
+    return _sparse_spec("gp/vfe", vfe, summary, VFE_SOURCE, num_inducing, capabilities=("continuous", "collapsed"))
+
+
+@register_family(
+    "gp/svgp",
+    {"num_inducing": INDUCING_OPTION, "batch_size": BATCH_OPTION},
+    "SVGP, whitened q(v), minibatch plate (batch_size); guide view",
+    SVGP_SOURCE,
+)
+def _svgp(num_inducing: int, batch_size: int | None) -> ModelSpec:
+    summary = "SVGP, whitened q(v) = N(m, LL^T), minibatch plate; guide view has q(v) and MAP hypers"
+    views = {"guide": partial(svgp_guide, batch_size=batch_size)}
+    return _sparse_spec("gp/svgp", partial(svgp, batch_size=batch_size), summary, SVGP_SOURCE, num_inducing, views)
+
+
+def svgp_from(estimates) -> tuple[Kernel, Array, Array, WhitenedQ]:
+    """(kernel, noise variance, inducing inputs Z, q(v)) of a gp/svgp fit with its guide (one chain of an ``svi``
+    result's point estimates)."""
+    value = {name: jnp.asarray(estimates[name]) for name in estimates.data_vars}
+    kernel = SquaredExponential(value["variance_map"], value["lengthscale_map"])
+    return kernel, value["noise_map"], value["inducing_inputs"], WhitenedQ(value["q_mean"], value["q_scale_tril"])
