@@ -41,7 +41,7 @@ from zoo.registry import Dataset
         ({"num_modes": 3, "kernels": ("se", "white")}, "kernels has 2 entries"),
         ({"num_modes": 1, "kernels": ("white",)}, "at least one mode"),
         ({"mode_init": "kmeans"}, "mode_init"),
-        ({"num_modes": 2, "kernels": ("se", "white"), "mode_init": "trimmed"}, "every kernel must be .se."),
+        ({"num_modes": 2, "mode_init": "trimmed"}, "mode_init"),
         ({"num_modes": 2, "depths": (1, 0)}, "depths"),
         ({"num_modes": 2, "depths": (2,)}, "depths has 1 entries"),
         ({"num_modes": 2, "kernels": ("se", "white"), "depths": (2, 2)}, "white mode"),
@@ -54,49 +54,43 @@ def test_bad_options_raise(kwargs, match):
 
 
 @pytest.mark.parametrize(
-    "config, match",
+    "options, match",
     [
-        (dagp.DagpConfig(kernels=()), "num_modes"),  # K = 0 built directly, past dagp_config
-        (dagp.DagpConfig(temperature=0.0), "temperature"),
-        (dagp.DagpConfig(temperature=-1.0), "temperature"),
-        (dagp.DagpConfig(init_spread=-1.0), "init_spread"),
-        (dagp.DagpConfig(mode_init="kmeans"), "mode_init"),
-        ({"kernels": ("se", "se")}, "DagpConfig"),
+        ({"num_modes": 0}, "num_modes must be an int >= 1, got 0"),
+        ({"num_modes": "two"}, "num_modes must be an int >= 1, got 'two'"),
+        ({"num_mode": 3}, "Did you mean 'num_modes'"),
+        ({"temperature": -1.0}, "temperature"),
+        ({"kernels": ("se", "matern")}, "kernels"),
+        ({"num_modes": 3, "depths": (1, 2)}, "depths has 2 entries"),
+        ({"noise_prior_loc": (0.0, 0.0)}, "together"),
+        ({"batch_size": 0}, "batch_size"),
     ],
 )
-def test_fit_rejects_bad_config_before_compiling(config, match):
-    """dagp.fit re-validates a config that skipped dagp_config, before its training run is built or compiled."""
-    X, y = np.linspace(-1.0, 1.0, 8)[:, None], np.zeros(8)
-    built = dagp._training_run.cache_info().misses
+def test_family_rejects_bad_options_before_compiling(options, match):
+    """zoo.get("dagp", ...) validates every option (declared kinds and ranges, then the combination) with one-line
+    OptionErrors, before any program is traced or compiled."""
     with pytest.raises(OptionError, match=match):
-        dagp.fit(X, y, X[:3], config, jax.random.PRNGKey(0), steps=5)
-    with pytest.raises(OptionError, match="steps"):
-        dagp.fit(X, y, X[:3], dagp.dagp_config(2), jax.random.PRNGKey(0), steps=0)
-    with pytest.raises(OptionError, match="entropy_warmup"):
-        dagp.fit(X, y, X[:3], dagp.dagp_config(2), jax.random.PRNGKey(0), steps=5, entropy_warmup=-1)
-    with pytest.raises(OptionError, match="already has it"):
-        entropy = dagp.dagp_config(2, assignment_entropy=True)
-        dagp.fit(X, y, X[:3], entropy, jax.random.PRNGKey(0), steps=5, entropy_warmup=3)
-    assert dagp._training_run.cache_info().misses == built
+        zoo.get("dagp", **options)
 
 
-def test_entropy_warmup_runs_the_entropy_objective_first(monkeypatch):
-    """fit with entropy_warmup: a run of the objective with the q(a) entropy, then ``config``'s objective started
-    from its params (training runs stubbed: this checks the order and hand-over)."""
-    calls = []
-
-    def fake_training_run(config, steps, lr, num_particles, batch_size):
-        def run(key, X, Z, y, init_params=None):
-            calls.append((config.assignment_entropy, steps, init_params))
-            return {"run": len(calls)}, jnp.zeros(steps)
-
-        return run
-
-    monkeypatch.setattr(dagp, "_training_run", fake_training_run)
-    X = np.linspace(-1.0, 1.0, 8)[:, None]
-    fitted = dagp.fit(X, X[:, 0], X[:3], dagp.dagp_config(2), jax.random.PRNGKey(0), steps=5, entropy_warmup=3)
-    assert calls == [(True, 3, None), (False, 5, {"run": 1})]
-    assert fitted.params == {"run": 2} and fitted.elbo.shape == (5,)
+def test_family_options_build_the_config_and_reach_the_result():
+    """Options become the spec's DagpConfig (one spec object per variant, so compiled programs are reused), and the
+    result records them; the noise-separation config round-trips through ``options_of``."""
+    spec = zoo.get("dagp", num_modes=3, kernels="se,se,white", depths=(1, 2, 1))
+    assert zoo.get("dagp", num_modes=3, kernels=("se", "se", "white"), depths="1,2,1") is spec
+    assert dagp.config_of(spec) == dagp.dagp_config(3, ("se", "se", "white"), depths=(1, 2, 1))
+    assert dagp.config_of(zoo.get("dagp", **dagp.options_of(dagp.NOISE_SEPARATION))) == dagp.NOISE_SEPARATION
+    shallow = zoo.get("dagp", num_modes=3)
+    idata = inference.run(
+        shallow,
+        shallow.simulate(jax.random.PRNGKey(0), n=30, m=4),
+        engine="svi",
+        guide="model",
+        num_steps=2,
+        num_samples=1,
+    )
+    assert json.loads(idata.posterior.attrs["model_options"])["num_modes"] == 3
+    assert idata.point_estimates["assignment_logits"].shape == (1, 30, 3)
 
 
 def test_exact_program_sums_out_assignments():
@@ -174,13 +168,17 @@ def test_trimmed_fits_peel_one_curve_per_mode():
     assert len(set(label[peeled == 0])) == 1, label[peeled == 0]
 
 
-def test_trimmed_start_puts_each_point_on_its_peeled_mode(monkeypatch):
-    """mode_init="trimmed": the assignment logits start at +-TRIMMED_LOGIT on the modes ``trimmed.peel`` returns."""
+def test_labelled_start_puts_each_point_on_its_mode():
+    """Assignment logits from labels (e.g. ``trimmed.peel``'s), passed as the svi engine's init_params, start at
+    +-TRIMMED_LOGIT on the labelled modes."""
     X, y = two_curves(jax.random.PRNGKey(3), 20)
     labels = np.arange(20) % 2
-    monkeypatch.setattr(trimmed, "peel", lambda key, X, y, num_functions: labels)
-    config = dagp.dagp_config(2, mode_init="trimmed")
-    fit = dagp.fit(X, y, X[:4], config, jax.random.PRNGKey(0), steps=1, lr=1e-6)
+    init = {"assignment_logits": dagp.assignment_logits_from_labels(labels, 2)}
+    observed = {"X": X, "y": y, "Z": X[:4]}
+    idata = inference.run(
+        "dagp", observed, engine="svi", guide="model", num_steps=1, learning_rate=1e-6, init_params=init, num_samples=1
+    )
+    fit = dagp.fit_from(idata, dagp.config_of(zoo.get("dagp")))
     np.testing.assert_array_equal(np.argmax(fit.params["assignment_logits"], -1), labels)
     np.testing.assert_allclose(np.abs(fit.params["assignment_logits"]), dagp.TRIMMED_LOGIT, rtol=1e-3)
 
@@ -309,7 +307,20 @@ def test_dagp_separates_outliers_quick():
     function (a coarse version of Table 3.2; the full run is paper_figures/kaiser_dagp_noise_separation.py)."""
     data = choicenet(jax.random.PRNGKey(0), 60, 0.2)
     Z = sp.init_inducing(jax.random.PRNGKey(1), data.X, 6)
-    fit = dagp.fit(data.X, data.y, Z, dagp.NOISE_SEPARATION, jax.random.PRNGKey(2), steps=250, lr=0.03)
+    spec = zoo.get("dagp", **dagp.options_of(dagp.NOISE_SEPARATION))
+    observed = {"X": data.X, "y": data.y, "Z": Z}
+    idata = inference.run(
+        spec,
+        observed,
+        engine="svi",
+        seed=2,
+        guide="model",
+        num_steps=250,
+        learning_rate=0.03,
+        final_lr_fraction=0.05,
+        num_samples=1,
+    )
+    fit = dagp.fit_from(idata, dagp.NOISE_SEPARATION)
     assigned_outlier = np.asarray(dagp.training_assignments(fit))[:, 1] > 0.5
     assert np.mean(assigned_outlier == data.labels) > 0.9
     X_test, f_test = choicenet_test(100)
@@ -317,25 +328,6 @@ def test_dagp_separates_outliers_quick():
     rmse = float(jnp.sqrt(jnp.mean((pred.mean[:, 0] - f_test) ** 2)))
     assert rmse < 0.1, rmse
     assert math.isfinite(float(dagp.mixture_log_density(pred, f_test).mean()))
-
-
-def test_restarts_keep_the_best_final_objective(monkeypatch):
-    """dagp.restart_fits runs ``dagp.fit`` once per restart with distinct keys (one cached, jitted training run, so
-    no recompilation) and attaches each fit's final objective (3.7); fit_restarts returns the best; restarts < 1
-    raise OptionError. (fit and final_objective are stubbed: this checks the bookkeeping in milliseconds; the real
-    path runs in the slow NUTS-vs-SVI test and the figure scripts.)"""
-    keys, values = [], iter([-5.0, -2.0, -7.0])
-
-    def fake_fit(X, y, Z, config, key, **training):
-        keys.append(tuple(np.asarray(jax.random.key_data(key)).ravel()))
-        return dagp.DagpFit({"id": len(keys)}, None, config)
-
-    monkeypatch.setattr(dagp, "fit", fake_fit)
-    monkeypatch.setattr(dagp, "final_objective", lambda f, X, y, Z, key: next(values))
-    best = dagp.fit_restarts(None, None, None, dagp.NOISE_SEPARATION, jax.random.PRNGKey(0), 3, steps=5)
-    assert best.params == {"id": 2} and best.final_elbo == -2.0 and len(set(keys)) == 3
-    with pytest.raises(OptionError, match="restarts"):
-        dagp.fit_restarts(None, None, None, dagp.NOISE_SEPARATION, jax.random.PRNGKey(0), 0)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -442,8 +434,21 @@ def svi_predictive(n: int, svi_steps: int, m: int, restarts: int) -> tuple[np.nd
     Z = sp.init_inducing(jax.random.PRNGKey(1), X, m)
     # Started from zero-mean modes, SVI ends in "crossing" optima (dagp.initial_q_means); level starts avoid them.
     config = dagp.dagp_config(2, mode_init="levels")
-    fit = dagp.fit_restarts(X, y, Z, config, jax.random.PRNGKey(2), restarts, steps=svi_steps, lr=0.03)
-    print("SVI best final objective", fit.final_elbo, "noise sd", np.sqrt(np.asarray(fit.params["noise_map"])))
+    idata = inference.run(
+        zoo.get("dagp", **dagp.options_of(config)),
+        {"X": X, "y": y, "Z": Z},
+        engine="svi",
+        seed=2,
+        guide="model",
+        restarts=restarts,
+        num_steps=svi_steps,
+        learning_rate=0.03,
+        final_lr_fraction=0.05,
+        num_samples=1,
+    )
+    fit = dagp.fit_from(idata, config)
+    final = idata.point_estimates["final_elbo"].values if restarts > 1 else None
+    print("SVI best final objective", final, "noise sd", np.sqrt(np.asarray(fit.params["noise_map"])))
     pred = dagp.predict(fit, X_TEST, jax.random.PRNGKey(3), num_samples=2000)
     return np.asarray(grid_densities(pred, Y_GRID)), np.sort(np.asarray(pred.mean), -1)
 

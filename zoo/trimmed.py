@@ -1,10 +1,9 @@
 """Trimmed GP regression: the subset of the data that one smooth function explains best, by a forward search.
 
-Used to start DAGP's modes (``dagp_config(mode_init="trimmed")``) on mixtures of functions over the same inputs, where
-identical zero-mean starts settle in optima that mix the functions (Kaiser's mixed cart-pole, seed 0: bound 356
-from random starts against 1025 from the true labels; kaiser_dagp_cartpole.py). On Kaiser's trimodal toy it also
-beats random starts (best of 5 restarts 1476 against 580), but an entropy warm-up does better there (``dagp.fit``,
-kaiser_dagp_multimodal.py). Not in Kaiser's texts: it is the
+Used to start DAGP's assignments (``dagp.assignment_logits_from_labels`` as the svi engine's ``init_params``) on
+mixtures of functions over the same inputs, where identical zero-mean starts settle in optima that mix the functions
+(Kaiser's mixed cart-pole; kaiser_dagp_cartpole.py). On Kaiser's trimodal toy an entropy warm-up does better
+(kaiser_dagp_multimodal.py). Not in Kaiser's texts: it is the
 forward search of robust regression (Atkinson & Riani 2000) followed by the concentration steps of least trimmed
 squares (Rousseeuw & Van Driessen 2006), with an exact GP as the regression:
 
