@@ -36,6 +36,10 @@ def cmd_list(args) -> int:
         spec = zoo.get(name)
         print(f"  {name:24s} {spec.summary}")
         print(f"  {'':24s}   engines: {', '.join(inference.engines_for(spec))}")
+        declared = zoo.registry.family_options(name)
+        if declared:
+            shown = ", ".join(f"{k} ({o.describe()}, default {o.default})" for k, o in declared.items())
+            print(f"  {'':24s}   options (-m KEY=VALUE): {shown}")
     print("\nEngines:")
     for name in inference.engine_names():
         engine = inference.get_engine(name)
@@ -50,8 +54,10 @@ def cmd_run(args) -> int:
     import inference
     import zoo
     from inference import diagnostics
+    from zoo.options import parse_assignments
 
-    spec = zoo.get(args.model)  # unknown names fail here, before any simulation
+    # unknown names and bad model options fail here, before any simulation or compilation
+    spec = zoo.get(args.model, **parse_assignments(f"model {args.model!r}", args.model_option))
     options = _key_values(args.option, "--option")
     for flag, name in (
         ("chains", "num_chains"),
@@ -66,7 +72,8 @@ def cmd_run(args) -> int:
     if args.params:
         options["params"] = _key_values(args.params, "--params")
     size = _key_values(args.size, "--size")
-    data = spec.simulate(jax.random.key(args.data_seed), **size) if (size or args.data_seed is not None) else None
+    data_seed = args.seed if args.data_seed is None else args.data_seed
+    data = spec.simulate(jax.random.key(data_seed), **size) if (size or args.data_seed is not None) else None
     print(f"zoo: running {args.engine} on {spec.name} (seed {args.seed}) ...", file=sys.stderr, flush=True)
     idata = inference.run(spec, data, engine=args.engine, seed=args.seed, **options)
     table = diagnostics.summary(idata)
@@ -133,6 +140,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("run", help="run an inference engine on a model and print diagnostics")
     p.add_argument("model", help="model name (see `zoo list`)")
     p.add_argument("--engine", default="nuts", help="engine name (default: nuts)")
+    p.add_argument(
+        "--model-option",
+        "-m",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a model option, e.g. -m num_modes=3 -m depths=1,2 (repeatable; see `zoo list`)",
+    )
     p.add_argument("--seed", type=int, default=0, help="random seed of the engine (and of simulated data)")
     p.add_argument("--data-seed", type=int, default=None, help="simulate data with this seed instead")
     p.add_argument(

@@ -91,10 +91,10 @@ def in_suite_order(store: ResultsStore, table: pd.DataFrame) -> pd.DataFrame:
         suite = suites.parse(store.suite_text(), store.suite_name())
     except (FileNotFoundError, suites.SuiteError):
         return table
-    models = list(dict.fromkeys(cell.model for cell in suite.cells))
+    models = suite.models()
     labels = {}
     for cell in suite.cells:
-        labels.setdefault(cell.model, {}).setdefault(cell.label, len(labels.get(cell.model, {})))
+        labels.setdefault(cell.variant, {}).setdefault(cell.label, len(labels.get(cell.variant, {})))
     # The suite lists references first within its cells; within a model, keep the file's engine order.
     rank = [
         (models.index(m) if m in models else len(models), labels.get(m, {}).get(l, 1 << 20), s, c)

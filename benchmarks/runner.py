@@ -59,7 +59,7 @@ def run_cell(cell: Cell) -> CellOutcome:
         import inference
         import zoo
 
-        spec = zoo.get(cell.model)
+        spec = zoo.get(cell.model, **cell.model_options)
         dataset = spec.simulate(jax.random.key(cell.data_seed), **cell.size)
         idata = inference.run(spec, dataset, engine=cell.engine, seed=cell.seed, **cell.options)
         return CellOutcome(cell, idata, _numeric(dataset.truth), None, None, host, started, time.perf_counter() - clock)
@@ -197,7 +197,7 @@ def _running(client: Any, unfinished: int) -> int:
 
 
 def _name(cell: Cell) -> str:
-    return f"{cell.model} / {cell.label} / seed {cell.seed}"
+    return f"{cell.variant} / {cell.label} / seed {cell.seed}"
 
 
 # -- the client: decide what to run, record outcomes ----------------------------------------------------
@@ -222,7 +222,7 @@ class Recorder:
         cell = outcome.cell
         if outcome.ok:
             self.store.write_idata(cell.id, outcome.idata)
-        key = (cell.model, cell.seed)
+        key = (cell.variant, cell.seed)
         if cell.is_reference:
             self.references[key] = outcome.idata if outcome.ok else None
             self._write(outcome)
@@ -249,7 +249,7 @@ class Recorder:
 
     def _write(self, outcome: CellOutcome, note: str = "") -> None:
         cell = outcome.cell
-        key = (cell.model, cell.seed)
+        key = (cell.variant, cell.seed)
         reference = outcome.idata if cell.is_reference else self._reference(key)
         if not note and reference is None:
             note = "reference failed"

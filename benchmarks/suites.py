@@ -8,6 +8,7 @@ A suite file::
     [[models]]
     name = "blr"                       # a registered model (see `zoo list`)
     size = { n = 50, d = 2 }           # keyword arguments of spec.simulate
+    model_options = { }                # options of a model family, e.g. { num_modes = 3 } (see `zoo list`)
     data_seed = 0                      # the dataset every engine of this model sees
     reference = "exact"                # label of the engine the others are compared against
     options = { num_chains = 2 }       # options shared by every engine of this model (engines override)
@@ -32,7 +33,7 @@ from zoo.errors import ZooError, unknown_name
 SUITES_DIR = Path(__file__).resolve().parent / "suites"
 
 _SUITE_KEYS = {"description", "seeds", "models"}
-_MODEL_KEYS = {"name", "size", "data_seed", "reference", "seeds", "options", "engines"}
+_MODEL_KEYS = {"name", "size", "model_options", "data_seed", "reference", "seeds", "options", "engines"}
 _ENGINE_KEYS = {"engine", "label", "options"}
 
 
@@ -42,8 +43,9 @@ class SuiteError(ZooError):
 
 @dataclass(frozen=True)
 class Cell:
-    """One unit of work: ``engine`` with ``options`` on ``model`` (data simulated with ``size`` and
-    ``data_seed``), engine seed ``seed``. ``reference`` is the label compared against at the same seed."""
+    """One unit of work: ``engine`` with ``options`` on ``model`` built with ``model_options`` (data simulated with
+    ``size`` and ``data_seed``), engine seed ``seed``. ``reference`` is the label compared against at the same
+    seed."""
 
     model: str
     label: str
@@ -53,11 +55,18 @@ class Cell:
     size: Mapping[str, Any]
     data_seed: int
     reference: str
+    model_options: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def variant(self) -> str:
+        """The model and its options, e.g. ``dagp+num_modes=3`` (the model's name alone without options)."""
+        shown = [f"{k}={_compact(v)}" for k, v in sorted(self.model_options.items())]
+        return "+".join([self.model, *shown])
 
     @property
     def id(self) -> str:
         """A file-name-safe identifier, unique within a suite, e.g. ``gp__regression--nuts--s0``."""
-        return f"{self.model.replace('/', '__')}--{self.label}--s{self.seed}"
+        return f"{self.variant.replace('/', '__')}--{self.label}--s{self.seed}"
 
     @property
     def is_reference(self) -> bool:
@@ -66,12 +75,13 @@ class Cell:
     def spec(self) -> dict[str, Any]:
         """Everything that decides the cell's result, as plain JSON data (compared on resume)."""
         return {
-            "model": self.model,
+            "model": self.variant,
             "label": self.label,
             "engine": self.engine,
             "seed": self.seed,
             "options": dict(self.options),
             "size": dict(self.size),
+            "model_options": dict(self.model_options),
             "data_seed": self.data_seed,
             "reference": self.reference,
         }
@@ -85,7 +95,8 @@ class Suite:
     source: str = ""  # the TOML text, stored with the results
 
     def models(self) -> list[str]:
-        return list(dict.fromkeys(cell.model for cell in self.cells))
+        """The model variants of the suite (``Cell.variant``), in order."""
+        return list(dict.fromkeys(cell.variant for cell in self.cells))
 
 
 def available() -> list[str]:
@@ -146,6 +157,7 @@ def _model_cells(model: Any, default_seeds: list[int], where: str) -> list[Cell]
     name = _required_str(model, "name", where)
     where = f"{where} ({name})"
     size = _table(model, "size", where)
+    model_options = _table(model, "model_options", where)
     shared = _table(model, "options", where)
     seeds = _seeds(model.get("seeds", default_seeds), f"{where}: seeds")
     data_seed = model.get("data_seed", 0)
@@ -160,7 +172,7 @@ def _model_cells(model: Any, default_seeds: list[int], where: str) -> list[Cell]
     if reference not in labels:
         raise SuiteError(f"{where}: 'reference' is {reference!r}, which is not one of its engines {labels}.")
     return [
-        Cell(name, label, engine, seed, {**shared, **options}, size, data_seed, reference)
+        Cell(name, label, engine, seed, {**shared, **options}, size, data_seed, reference, model_options)
         for label, engine, options in entries
         for seed in seeds
     ]
@@ -202,3 +214,10 @@ def _seeds(value: Any, where: str) -> list[int]:
     if not ok or min(value) < 0 or len(set(value)) != len(value):
         raise SuiteError(f"{where} must be a non-empty list of distinct non-negative integers, got {value!r}.")
     return list(value)
+
+
+def _compact(value: Any) -> str:
+    """An option value without spaces or brackets, for identifiers: (1, 2) -> 1,2."""
+    if isinstance(value, list | tuple):
+        return ",".join(_compact(v) for v in value)
+    return str(value).replace(" ", "")
