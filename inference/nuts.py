@@ -17,6 +17,7 @@ from numpyro.infer.initialization import init_to_uniform
 from numpyro.infer.util import constrain_fn, initialize_model, potential_energy
 
 from inference.api import EngineOutput, register_engine
+from inference.chains import vmapped_chains
 from inference.program import conditioned_program, observed_args
 from zoo.errors import OptionError
 
@@ -47,13 +48,16 @@ def initial_positions(model, key: jax.Array, num_chains: int, params, observed, 
 
 @cache
 def sampler(model, algorithm: str, num_warmup: int, num_samples: int, static: tuple):
-    """The jitted ``(keys, z0, params, observed) -> (positions, stats, warmup_steps)`` for all chains."""
+    """Chains ``((keys (C,), z0 (C, ...)), params, observed) -> (constrained draws (C, S, ...), stats (C, S),
+    warmup_steps (C,))`` (``inference.chains``): each chain starts from its own key and unconstrained point."""
     options = dict(static)
     target_accept = options.pop("target_accept")
     dense_mass = options.pop("dense_mass")
     kernel = getattr(blackjax, algorithm)
 
-    def one_chain(key, z0, params, observed):
+    def one_chain(start, params, observed):
+        key, z0 = start
+
         def logdensity(z):
             return -potential_energy(model, (params,), observed, z)
 
@@ -83,14 +87,10 @@ def sampler(model, algorithm: str, num_warmup: int, num_samples: int, static: tu
 
         _, (positions, stats) = jax.lax.scan(one_step, state, jax.random.split(k_sample, num_samples))
         warmup_steps = jnp.sum(warm_info.info.num_integration_steps)
-        return positions, stats, warmup_steps
-
-    def all_chains(keys, z0, params, observed):
-        positions, stats, warmup_steps = jax.vmap(one_chain, in_axes=(0, 0, None, None))(keys, z0, params, observed)
-        constrain = jax.vmap(jax.vmap(lambda z: constrain_fn(model, (params,), observed, z, True)))
+        constrain = jax.vmap(lambda z: constrain_fn(model, (params,), observed, z, True))
         return constrain(positions), stats, warmup_steps
 
-    return jax.jit(all_chains)
+    return vmapped_chains(one_chain)
 
 
 def _run(algorithm: str, spec, dataset, key, timer, **options: Any) -> EngineOutput:
@@ -107,11 +107,11 @@ def _run(algorithm: str, spec, dataset, key, timer, **options: Any) -> EngineOut
             if k not in {"num_chains", "num_warmup", "num_samples", "params", "init_radius"}
         )
     )
-    run_chains = sampler(model, algorithm, options["num_warmup"], options["num_samples"], static)
+    chains = sampler(model, algorithm, options["num_warmup"], options["num_samples"], static)
     k_init, k_run = jax.random.split(key)
     z0 = initial_positions(model, k_init, options["num_chains"], params, observed, float(options["init_radius"]))
     keys = jax.random.split(k_run, options["num_chains"])
-    posterior, stats, warmup_steps = timer.call(run_chains, keys, z0, params, observed)
+    posterior, stats, warmup_steps = chains.run(timer, (keys, z0), params, observed)
     return EngineOutput(
         posterior=posterior,
         sample_stats=stats,

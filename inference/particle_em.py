@@ -46,6 +46,7 @@ import optax
 from numpyro.distributions import biject_to
 
 from inference.api import EngineOutput, register_engine
+from inference.chains import vmapped_chains
 from inference.pf import check_num_particles
 from inference.pgas import check_fully_adapted, conditional_smc_sweep, initial_reference
 from inference.program import observed_args
@@ -264,8 +265,9 @@ def slot_weights(previous: Array, slot: Array, gamma: Array) -> Array:
 
 @cache
 def particle_em_runner(view, kind, learned, num_particles, num_samples, num_steps, num_slots, m_steps, lr, gp_prior):
-    """Jitted ``(keys (C,), start params, observed, gammas (num_steps,)) -> (params (C, ...), draws (C, S, K, T, D),
-    q trace (C, num_steps))``: C independent EM runs. ``num_slots`` = 1 (PGAS-EM) or num_steps (PSAEM buffer)."""
+    """Chains ``(keys (C,), start params, observed, gammas (num_steps,)) -> (params (C, ...), draws (C, S, K, T, D),
+    q trace (C, num_steps))`` (``inference.chains``): C independent EM runs. ``num_slots`` = 1 (PGAS-EM) or
+    num_steps (PSAEM buffer)."""
 
     def one_run(key, start, observed, gammas):
         y, mask, u = ssm.trajectories(observed)
@@ -296,7 +298,7 @@ def particle_em_runner(view, kind, learned, num_particles, num_samples, num_step
         (params, _, _, _), (qs, draws) = jax.lax.scan(iteration, carry, inputs)
         return params, draws[-1], qs
 
-    return jax.jit(jax.vmap(one_run, in_axes=(0, None, None, None)))
+    return vmapped_chains(one_run)
 
 
 def m_step_kind(spec) -> str:
@@ -353,7 +355,7 @@ def run_particle_em(spec, dataset, key, timer, options, full_steps: int | None, 
     )
     gammas = jnp.asarray(step_sizes(num_steps, full_steps, exponent))
     keys = jax.random.split(key, options["num_chains"])
-    params, draws, qs = timer.call(runner, keys, start, observed_args(dataset), gammas)
+    params, draws, qs = runner.run(timer, keys, start, observed_args(dataset), gammas)
     return EngineOutput(
         posterior={ssm.STATES: draws},
         point_estimates={name: params[name] for name in learned},

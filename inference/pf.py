@@ -53,6 +53,7 @@ from numpyro import distributions as dist
 from numpyro.distributions import biject_to
 
 from inference.api import EngineOutput, register_engine
+from inference.chains import vmapped_chains
 from inference.program import observed_args
 from zoo import ssm
 from zoo.errors import OptionError
@@ -401,9 +402,9 @@ def _check_filter_options(view, options):
 
 
 @cache
-def filter_runner(view, num_chains, num_particles, num_samples, method, resampler):
-    """Jitted ``(key, params, observed) -> (paths (C, S, K, T, D), log_lik (C, K), filter_mean (C, K, T, D),
-    filter_var (C, K, T, D))``: C independent runs over the K trajectories."""
+def filter_runner(view, num_particles, num_samples, method, resampler):
+    """Chains ``(keys (C,), params, observed) -> (paths (C, S, K, T, D), log_lik (C, K), filter_mean (C, K, T, D),
+    filter_var (C, K, T, D))`` (``inference.chains``): C independent runs over the K trajectories."""
 
     def one_run(key, params, observed):
         theta = ssm.bind(view, params, observed)
@@ -416,7 +417,7 @@ def filter_runner(view, num_chains, num_particles, num_samples, method, resample
         paths = jax.vmap(lambda k, o: sample_paths(k, o, num_samples))(jax.random.split(k_p, y.shape[0]), out)
         return jnp.swapaxes(paths, 0, 1), out.log_likelihood, out.filter_mean, out.filter_var
 
-    return jax.jit(jax.vmap(one_run, in_axes=(0, None, None)))
+    return vmapped_chains(one_run)
 
 
 @register_engine(
@@ -439,14 +440,13 @@ def pf(spec, dataset, key, timer, **options) -> EngineOutput:
     _check_filter_options(view, options)
     runner = filter_runner(
         view,
-        options["num_chains"],
         options["num_particles"],
         options["num_samples"],
         options["filter"],
         options["resampling"],
     )
     keys = jax.random.split(key, options["num_chains"])
-    paths, log_lik, mean, var = timer.call(runner, keys, options["params"], observed_args(dataset))
+    paths, log_lik, mean, var = runner.run(timer, keys, options["params"], observed_args(dataset))
     per_run = jnp.sum(log_lik, axis=1)
     return EngineOutput(
         posterior={ssm.STATES: paths},
@@ -458,9 +458,9 @@ def pf(spec, dataset, key, timer, **options) -> EngineOutput:
 
 @cache
 def ml_runner(view, num_particles, num_steps, method, resampler, learning_rate, score_method):
-    """Jitted ``(keys (C,), params, observed) -> (averaged params (C, ...), PF log-likelihoods (C, num_steps),
-    score norms (C, num_steps))``, compiled once per configuration (the parameter transforms are rebuilt inside the
-    trace from the view, so nothing unhashable is closed over).
+    """Chains ``(keys (C,), params, observed) -> (averaged params (C, ...), PF log-likelihoods (C, num_steps),
+    score norms (C, num_steps))`` (``inference.chains``), compiled once per configuration (the parameter transforms
+    are rebuilt inside the trace from the view, so nothing unhashable is closed over).
 
     Ascent: Adam on the PF score (Poyiadjis et al. 2011 use plain gradient steps; McHutchon's Algorithm 5 is a
     derivative-only quasi-Newton line search). Adam uses derivatives only too, and its per-coordinate step
@@ -489,7 +489,7 @@ def ml_runner(view, num_particles, num_steps, method, resampler, learning_rate, 
         _, (phis, lls, norms) = jax.lax.scan(body, init, jax.random.split(key, num_steps))
         return to_params(jnp.mean(phis[num_steps // 2 :], axis=0)), lls, norms
 
-    return jax.jit(jax.vmap(one_chain, in_axes=(0, None, None)))
+    return vmapped_chains(one_chain)
 
 
 @register_engine(
@@ -526,7 +526,7 @@ def pf_ml(spec, dataset, key, timer, **options) -> EngineOutput:
     )
     keys = jax.random.split(key, options["num_chains"])
     params = {name: jnp.asarray(v) for name, v in options["params"].items()}
-    learned, lls, norms = timer.call(runner, keys, params, observed_args(dataset))
+    learned, lls, norms = runner.run(timer, keys, params, observed_args(dataset))
     return EngineOutput(
         posterior={name: np.asarray(v)[:, None] for name, v in learned.items()},
         point_estimates=learned,

@@ -25,6 +25,7 @@ from blackjax.smc import resampling
 
 from inference import pgas_marginal
 from inference.api import EngineOutput, register_engine
+from inference.chains import vmapped_chains
 from inference.pf import (
     adapted_initial_step,
     check_num_particles,
@@ -110,14 +111,14 @@ def pgas_chain(
 def pgas_runner(
     view, num_particles: int, num_warmup: int, num_samples: int, initial=initial_reference, sweep=conditional_smc_sweep
 ):
-    """Jitted ``(keys (C,), params, observed) -> states (C, num_samples, K, T, D)``."""
+    """Chains ``(keys (C,), params, observed) -> states (C, num_samples, K, T, D)`` (``inference.chains``)."""
 
     def one_chain(key, params, observed):
         theta = ssm.bind(view, params, observed)
         y, mask, u = ssm.trajectories(observed)
         return pgas_chain(view, theta, key, y, mask, u, num_particles, num_warmup, num_samples, initial, sweep)
 
-    return jax.jit(jax.vmap(one_chain, in_axes=(0, None, None)))
+    return vmapped_chains(one_chain)
 
 
 def check_fully_adapted(view) -> None:
@@ -146,7 +147,7 @@ def pgas(spec, dataset, key, timer, **options) -> EngineOutput:
         kernel = (pgas_marginal.initial_reference, pgas_marginal.conditional_smc_sweep)
         runner = pgas_runner(spec.views[pgas_marginal.VIEW], *sizes, *kernel)
     keys = jax.random.split(key, options["num_chains"])
-    states = timer.call(runner, keys, options["params"], observed_args(dataset))
+    states = runner.run(timer, keys, options["params"], observed_args(dataset))
     return EngineOutput(
         posterior={ssm.STATES: states},
         num_lik_evals=options["num_chains"] * (options["num_warmup"] + options["num_samples"]),

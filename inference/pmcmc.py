@@ -42,6 +42,7 @@ from numpyro.infer.util import log_density
 
 from inference import pgas_marginal
 from inference.api import EngineOutput, register_engine
+from inference.chains import vmapped_chains
 from inference.pf import check_num_particles, constrain, site_transforms, unconstrain
 from inference.pgas import check_fully_adapted, conditional_smc_sweep, initial_reference
 from inference.program import observed_args
@@ -171,12 +172,13 @@ def pmcmc_chain(
 def pmcmc_runner(
     view, num_particles: int, num_warmup: int, num_samples: int, num_steps: int, kernel: TrajectoryKernel = MARKOV
 ):
-    """Jitted ``(keys (C,), params, observed) -> (params draws (C, S, ...), states (C, S, K, T, D), accept (C, S))``."""
+    """Chains ``(keys (C,), params, observed) -> (params draws (C, S, ...), states (C, S, K, T, D), accept (C, S))``
+    (``inference.chains``)."""
 
     def one_chain(key, params, observed):
         return pmcmc_chain(view, key, params, observed, num_particles, num_warmup, num_samples, num_steps, kernel)
 
-    return jax.jit(jax.vmap(one_chain, in_axes=(0, None, None)))
+    return vmapped_chains(one_chain)
 
 
 @register_engine(
@@ -206,7 +208,7 @@ def pmcmc(spec, dataset, key, timer, **options) -> EngineOutput:
         view, options["num_particles"], options["num_warmup"], options["num_samples"], options["num_steps"], kernel
     )
     keys = jax.random.split(key, options["num_chains"])
-    draws, states, accept = timer.call(runner, keys, dict(options["params"]), observed_args(dataset))
+    draws, states, accept = runner.run(timer, keys, dict(options["params"]), observed_args(dataset))
     iterations = options["num_chains"] * (options["num_warmup"] + options["num_samples"])
     return EngineOutput(
         posterior={**draws, ssm.STATES: states},

@@ -39,6 +39,7 @@ from numpyro import handlers
 from numpyro.infer.util import constrain_fn, log_likelihood, potential_energy, unconstrain_fn
 
 from inference.api import EngineOutput, register_engine
+from inference.chains import vmapped_chains
 from inference.program import conditioned_program, observed_args
 from zoo.errors import OptionError
 
@@ -109,7 +110,8 @@ def mutation_kernel(mutation: str, num_integration_steps: int):
 
 @cache
 def tempered_smc(model, num_particles: int, max_steps: int, static: tuple):
-    """The jitted ``(keys (R,), params, observed) -> (posterior, log_Z (R,), traces)`` for R independent runs.
+    """Chains ``(keys (R,), params, observed) -> (posterior, log_Z (R,), traces)`` (``inference.chains``): R
+    independent runs.
 
     posterior: constrained sites, each (R, num_particles, *shape); traces: per tempering step k (R, max_steps),
     ``tempering_param`` beta_k and cumulative ``log_evidence``, NaN after the last step.
@@ -155,7 +157,7 @@ def tempered_smc(model, num_particles: int, max_steps: int, static: tuple):
         finished = state.tempering_param >= 1.0
         return constrain(final), jnp.where(finished, log_z, jnp.nan), {"tempering_param": betas, "log_evidence": log_zs}
 
-    return jax.jit(jax.vmap(one_run, in_axes=(0, None, None)))
+    return vmapped_chains(one_run)
 
 
 def combine_log_evidence(log_z_runs) -> float:
@@ -203,9 +205,9 @@ def tsmc(spec, dataset, key, timer, **options: Any) -> EngineOutput:
         if k in {"mutation", "num_mcmc_steps", "num_integration_steps", "step_size", "target_ess", "target_accept"}
     )
     model = conditioned_program(spec)
-    run_all = tempered_smc(model, options["num_particles"], options["max_tempering_steps"], static)
+    runs = tempered_smc(model, options["num_particles"], options["max_tempering_steps"], static)
     keys = jax.random.split(key, options["num_chains"])
-    posterior, log_z, traces = timer.call(run_all, keys, options["params"], observed_args(dataset))
+    posterior, log_z, traces = runs.run(timer, keys, options["params"], observed_args(dataset))
     if not bool(jnp.all(jnp.isfinite(log_z))):
         raise OptionError(
             f"tempering did not reach beta = 1 within max_tempering_steps={options['max_tempering_steps']}"
