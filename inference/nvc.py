@@ -17,10 +17,9 @@ from functools import cache
 
 import jax
 import jax.numpy as jnp
-import optax
-from numpyro.infer import SVI, Trace_ELBO
 from numpyro.infer.autoguide import AutoDelta
 
+from inference import optimise
 from inference.api import EngineOutput, register_engine
 from inference.program import observed_args
 from zoo.errors import OptionError
@@ -32,18 +31,15 @@ PROPAGATIONS = ("nvc", "moment")
 def nvc_runner(spec, num_layers: int, num_steps: int, num_samples: int, lr: float, final: float, propagation: str):
     """Jitted ``(key, observed, X_new) -> (values, objective trace, bound, mean, var, draws)``."""
     view = spec.views["nvc"]
-    schedule = optax.cosine_decay_schedule(lr, num_steps, alpha=final)
 
     def model(**observed):
         return spec.program(**observed, num_layers=num_layers)
 
     def run(key, observed, X_new):
         guide = AutoDelta(model)
-        svi = SVI(model, guide, optax.adam(schedule), Trace_ELBO())
+        svi = optimise.make_svi(model, guide, lr, num_steps, final, num_particles=1)
         k_init, k_draw = jax.random.split(key)
-        state = svi.init(k_init, **observed)
-        state, losses = jax.lax.scan(lambda s, _: svi.update(s, **observed), state, None, length=num_steps)
-        params = svi.get_params(state)
+        params, losses = optimise.fit(svi, k_init, num_steps, **observed)
         values = {k: v for k, v in params.items() if not k.endswith("_auto_loc")} | guide.median(params)
         bound = view.bound(values, observed["X"], observed["y"], num_layers)
         mean, var = view.predict(values, X_new, num_layers, propagation)
