@@ -104,7 +104,7 @@ def main(argv=None) -> None:
     parser.add_argument("--quick", action="store_true", help="N up to 10^4 only")
     parser.add_argument("--out", default="benchmarks_out", help="output folder")
     args = parser.parse_args(argv)
-    from paper_figures._tables import markdown_table, write_csv
+    from inference.files.tables import markdown_table, write_csv
 
     device = jax.devices()[0]
     print(f"device: {device.platform} ({device.device_kind}); jax {jax.__version__}")

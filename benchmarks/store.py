@@ -7,37 +7,19 @@ Layout::
     DIR/cells/<cell>.json     its row of the results table: cell spec, status, error, metrics, timings, host
     DIR/report.md, report.html, figures/*.png   written by the report
 
-Every file is written under a temporary name in the same folder and renamed into place, so a reader (or a
-resumed run) sees a file whole or not at all. A cell counts as finished when its JSON row exists; the row is
-written after the netCDF, so a finished cell always has both. Temporary files left by a killed process are
-removed when the store is opened.
+Every file is written under a temporary name in the same folder and renamed into place
+(``inference.files.atomic``), so a reader (or a resumed run) sees a file whole or not at all. A cell counts as
+finished when its JSON row exists; the row is written after the netCDF, so a finished cell always has both.
+Temporary files left by a killed process are removed when the store is opened.
 """
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-TEMP_MARK = ".tmp-"
-
-
-def atomic_write_bytes(path: Path, payload: bytes) -> None:
-    """Write ``payload`` to ``path`` via a temporary file in the same folder and an atomic rename."""
-    tmp = path.with_name(f"{path.name}{TEMP_MARK}{os.getpid()}")
-    try:
-        with open(tmp, "wb") as handle:
-            handle.write(payload)
-            handle.flush()
-            os.fsync(handle.fileno())  # the rename must not expose a file whose bytes are not on disk yet
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    atomic_write_bytes(path, text.encode("utf-8"))
+from inference.files.atomic import TEMP_MARK, atomic_write_bytes, atomic_write_text
 
 
 class ResultsStore:

@@ -19,7 +19,7 @@ import optax
 from numpyro.infer import SVI, Trace_ELBO
 
 import zoo
-from paper_figures._tables import read_published, write_comparison, write_csv
+from inference.files.tables import read_published, write_comparison, write_csv
 from zoo import gp, nigp
 from zoo import sparse as sp
 

@@ -52,8 +52,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from paper_figures._cache import cached
-from paper_figures._tables import mean_and_se, read_published, write_comparison, write_csv
+from inference.files.resumable import cached
+from inference.files.tables import mean_and_se, read_published, write_comparison, write_csv
 from zoo import dagp
 from zoo import sparse as sp
 from zoo.data.association import DEFAULT_POLE, SHORT_POLE, cartpole, mixed_cartpole

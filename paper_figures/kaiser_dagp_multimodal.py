@@ -34,7 +34,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from paper_figures._tables import read_published, write_comparison, write_csv
+from inference.files.tables import read_published, write_comparison, write_csv
 from zoo import dagp
 from zoo import sparse as sp
 from zoo.data.association import multimodal

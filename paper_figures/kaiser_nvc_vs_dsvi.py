@@ -28,7 +28,7 @@ import numpy as np
 from jax.scipy.special import logsumexp
 
 import inference
-from paper_figures._tables import markdown_table, read_published, write_comparison, write_csv
+from inference.files.tables import markdown_table, read_published, write_comparison, write_csv
 from zoo import deep_gp as dg
 from zoo import nvc
 from zoo import sparse as sp

@@ -53,8 +53,8 @@ from scipy.stats import norm
 import inference
 from benchmarks.kink_latent_density import PARAMS, PSEUDO_INPUTS
 from inference import pf
+from inference.files.tables import read_published, write_comparison, write_csv
 from inference.program import observed_args
-from paper_figures._tables import read_published, write_comparison, write_csv
 from zoo import gpssm, ssm
 from zoo.data import ssm_systems
 

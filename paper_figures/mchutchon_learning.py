@@ -50,9 +50,9 @@ from scipy.stats import rankdata
 
 import inference
 from inference import gpssm_metrics as gm
+from inference.files.resumable import cached
+from inference.files.tables import markdown_table, read_published, write_comparison, write_csv
 from inference.program import observed_args
-from paper_figures._cache import cached
-from paper_figures._tables import markdown_table, read_published, write_comparison, write_csv
 from zoo import gp, gpssm, moments, nigp, ssm
 from zoo.data import ssm_systems
 

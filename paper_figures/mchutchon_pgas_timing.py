@@ -17,8 +17,8 @@ import numpy as np
 
 from benchmarks.kink_latent_density import fixed_kink_params
 from benchmarks.pgas_timing import time_pgas_cell
+from inference.files.tables import read_published, write_comparison, write_csv
 from inference.program import observed_args
-from paper_figures._tables import read_published, write_comparison, write_csv
 from zoo import gpssm
 from zoo.data import ssm_systems
 

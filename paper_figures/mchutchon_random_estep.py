@@ -29,8 +29,8 @@ import numpy as np
 
 from inference import kalman, pgas
 from inference import sampling_ep as sep
+from inference.files.tables import read_published, write_comparison, write_csv
 from inference.moment_matching import adf_forward
-from paper_figures._tables import read_published, write_comparison, write_csv
 from zoo import gpssm, moments
 from zoo.data import ssm_systems
 from zoo.gp import mvn_logpdf_chol

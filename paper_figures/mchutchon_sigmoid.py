@@ -16,7 +16,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from paper_figures._tables import read_published, write_comparison, write_csv
+from inference.files.tables import read_published, write_comparison, write_csv
 from zoo import nigp
 
 DESCRIPTION = "McHutchon 2014 Table 2.1 / Fig. 2.9 (E2.2): sigmoid, learnt noise levels and pairwise test log-lik"

@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from paper_figures._tables import read_published, write_comparison, write_csv
+from inference.files.tables import read_published, write_comparison, write_csv
 from zoo import nigp
 
 DESCRIPTION = "McHutchon 2014 Fig. 2.7 (E2.1): near-square wave, GP vs NIGP learnt noise levels and test log prob"

@@ -13,7 +13,7 @@ from typing import Any
 
 import jax
 
-from benchmarks.store import atomic_write_bytes
+from inference.files.atomic import atomic_write_bytes
 
 
 def cached(folder: Path | None, label: str, key: object, compute: Callable[[], Any]) -> tuple[Any, float]:

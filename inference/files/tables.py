@@ -1,9 +1,14 @@
-"""Small helpers shared by the reproduction scripts: CSV writing and the published-vs-ours comparison table."""
+"""Tables of results: CSV files, Markdown tables and the published-vs-ours comparison of a reproduction script."""
 
 import csv
+import io
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+import numpy as np
+
+from inference.files.atomic import atomic_write_text
 
 
 def read_published(script_file: str) -> list[dict[str, str]]:
@@ -15,23 +20,21 @@ def read_published(script_file: str) -> list[dict[str, str]]:
 
 def mean_and_se(values) -> tuple[float, float]:
     """Mean and standard error of the mean over repeated runs (se nan for a single run)."""
-    import numpy as np
-
     values = np.asarray(values, float)
     se = float(values.std(ddof=1) / np.sqrt(len(values))) if len(values) > 1 else float("nan")
     return float(values.mean()), se
 
 
 def write_csv(path: Path, rows: Sequence[Mapping[str, Any]]) -> None:
+    """Rows as CSV (columns: every key, in order of first appearance; floats to 4 significant digits)."""
     fields: list[str] = []
     for row in rows:
         fields += [k for k in row if k not in fields]
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    with tmp.open("w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=fields)
-        writer.writeheader()
-        writer.writerows([{k: _fmt(v) for k, v in row.items()} for row in rows])
-    tmp.replace(path)
+    text = io.StringIO()
+    writer = csv.DictWriter(text, fieldnames=fields)
+    writer.writeheader()
+    writer.writerows([{k: _fmt(v) for k, v in row.items()} for row in rows])
+    atomic_write_text(path, text.getvalue())
 
 
 def markdown_table(rows: Sequence[Mapping[str, Any]], header: Iterable[str] | None = None) -> str:
@@ -45,18 +48,13 @@ def write_comparison(out: Path, rows: Sequence[Mapping[str, Any]], preamble: str
     """Write comparison.csv and comparison.md (preamble: assumed defaults); return the Markdown text."""
     write_csv(out / "comparison.csv", rows)
     text = preamble.strip() + "\n\n" + markdown_table(rows) + "\n"
-    (out / "comparison.md").write_text(text)
+    atomic_write_text(out / "comparison.md", text)
     return text
 
 
 def _fmt(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.4g}"
-    try:
-        import numpy as np
-
-        if isinstance(value, np.floating | np.ndarray) and np.ndim(value) == 0:
-            return f"{float(value):.4g}"
-    except ImportError:  # pragma: no cover
-        pass
+    if isinstance(value, np.floating | np.ndarray) and np.ndim(value) == 0:
+        return f"{float(value):.4g}"
     return str(value)
