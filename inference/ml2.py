@@ -7,9 +7,9 @@ maximises the sum of the observed sites and factors, log p(y | theta) (ML-II; th
 NumPyro's AutoDelta does (no Jacobian). The search runs over the unconstrained values of the sites, by L-BFGS
 (optax, zoom line search; stops when the gradient norm falls below ``tolerance``) or by Adam for ``num_steps``.
 
-Start: the model's default parameter values where it has them, else the point whose unconstrained value is 0
-(e.g. 1 for a positive site); chain c > 0 adds N(0, init_radius^2) noise to the unconstrained start, so several
-chains are restarts that show whether the optimum is unique.
+Start: ``init`` (constrained values by site name) where given, else the model's default parameter values, else the
+point whose unconstrained value is 0 (e.g. 1 for a positive site); chain c > 0 adds N(0, init_radius^2) noise to
+the unconstrained start, so several chains are restarts that show whether the optimum is unique.
 
 Output: point_estimates = the optimum's constrained values (chain, ...) plus ``log_likelihood`` (the maximised
 log p(y | theta), i.e. the ML-II log evidence at theta for a collapsed model), ``log_prior`` and ``iterations``;
@@ -114,13 +114,25 @@ def _lbfgs(loss, z0, max_steps: int, tol: float):
     return z, jnp.where(jnp.arange(max_steps) >= steps - 1, -loss(z), trace), steps
 
 
-def _starts(spec, sites: dict, key, num_chains: int, radius: float) -> dict:
+def _starts(spec, sites: dict, init: dict, key, num_chains: int, radius: float) -> dict:
     """Unconstrained starting points (chain, *site shape) (module docstring)."""
+    unknown = set(init) - set(sites)
+    if unknown:
+        raise OptionError(
+            f"ml2: init names {sorted(unknown)}, which are not free sites of {spec.name!r}: {list(sites)}."
+        )
     starts = {}
     for name, site in sites.items():
         shape, transform = site["shape"], biject_to(site["fn"].support)
-        if name in spec.default_params:
-            z = transform.inv(jnp.broadcast_to(jnp.asarray(spec.default_params[name], float), shape))
+        given = init.get(name, spec.default_params.get(name))
+        if given is not None:
+            try:
+                value = jnp.broadcast_to(jnp.asarray(given, float), shape)
+            except ValueError:
+                raise OptionError(f"ml2: init[{name!r}] has shape {jnp.shape(given)}; the site has {shape}.") from None
+            if not bool(jnp.all(site["fn"].support(value))):
+                raise OptionError(f"ml2: init[{name!r}] = {given!r} is outside the site's support.")
+            z = transform.inv(value)
         else:
             z = jnp.zeros(shape)
         key, sub = jax.random.split(key)
@@ -140,6 +152,7 @@ def _starts(spec, sites: dict, key, num_chains: int, radius: float) -> dict:
         "learning_rate": 0.05,
         "tolerance": 1e-6,
         "init_radius": 1.0,
+        "init": {},
         "params": {},
     },
     summary="Type-II maximum likelihood / MAP of a collapsed model's hyperparameters (L-BFGS or Adam)",
@@ -163,7 +176,7 @@ def ml2(spec, dataset, key, timer, **options) -> EngineOutput:
         float(options["learning_rate"]),
         float(options["tolerance"]),
     )
-    z0 = _starts(spec, sites, key, options["num_chains"], float(options["init_radius"]))
+    z0 = _starts(spec, sites, dict(options["init"]), key, options["num_chains"], float(options["init_radius"]))
     z, trace, iterations = timer.call(run, z0, params, observed)
     values = {name: jax.vmap(biject_to(sites[name]["fn"].support))(value) for name, value in z.items()}
     model = conditioned_program(spec)
