@@ -1,11 +1,12 @@
 """Kaiser 2021 Fig 3.4 (= Kaiser et al. 2019 Fig 4): DAGP with K = 4 modes on the trimodal toy, predictive associations.
 
-Data (notes 3.2, ambiguity 9): 350 x-values ~ U[-2 pi, 2 pi], each with the curves sin x, sin x - 2 exp(-(x-2)^2/2)
-and -1 - 3x/(8 pi) + 0.3 sin 2x, noise N(0, 0.005^2) (1050 points). Model as published: K = 4, SE kernels for the f^(k)
-and the assignment GPs alpha^(k), M = 25 per GP, the paper's objective (no q(a) entropy).
-Defaults we chose: Concrete temperature 0.5; noise priors LogNormal(-2, 1) (initial 0.1); random initial q(u) means
-(std 1) to break the symmetry of the identical modes, S = 0.01 I; Adam lr 0.03 cosine-decayed to 5 %: 3000 full-batch
-steps with the q(a_n) entropy added (``dagp.fit``'s ``entropy_warmup``, a continuation not in the texts), then 3000
+Data (docs/sources/kaiser.md#multimodal, docs/sources/kaiser.md#multimodal-size): 350 x-values ~ U[-2 pi, 2 pi], each
+with the curves sin x, sin x - 2 exp(-(x-2)^2/2) and -1 - 3x/(8 pi) + 0.3 sin 2x, noise N(0, 0.005^2) (1050 points).
+Model as published: K = 4, SE kernels for the f^(k) and the assignment GPs alpha^(k), M = 25 per GP, the paper's
+objective (no q(a) entropy). Defaults we chose: Concrete temperature 0.5; noise priors LogNormal(-2, 1) (initial 0.1);
+random initial q(u) means (std 1) to break the symmetry of the identical modes, S = 0.01 I; Adam lr 0.03 cosine-decayed
+to 5 %: 3000 full-batch steps with the q(a_n) entropy added (``paper_figures._dagp.fit_restarts``'s ``warmup``, a
+continuation not in the texts), then 3000
 of the paper's objective (--quick: 40 x-values, M = 8, 75 + 75 steps).
 Starts compared on the full data (final objective (3.7) of 5 restarts, 6000 steps in all, 2026-11-21):
 | start | final objectives | modes used |
@@ -22,7 +23,8 @@ assignments started from the true curve labels (+-4, the fourth mode off) reach 
 0.006-0.009), above every fit from our starts; the thesis's Fig 3.5 likewise shows 2 interpretable and 3 less
 interpretable restarts.
 Restarts (Fig 3.5): 5 fits from different keys (random q(u) means and Monte-Carlo noise;
-``dagp.restart_fits``); Fig 3.4's panels and numbers use the one with the best final objective (3.7), estimated with
+``paper_figures._dagp.fit_restarts``); Fig 3.4's panels and numbers use the one with the best final objective (3.7),
+estimated with
 256 samples at the final params; kaiser_dagp_restarts.png shows all five side by side, as the thesis's Fig 3.5 does
 (retrained solutions with different mode/data associations; which mode is "switched off" is arbitrary). --quick: 1
 restart.
@@ -35,6 +37,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from inference.files.tables import read_published, write_comparison, write_csv
+from paper_figures._dagp import best as best_restart
+from paper_figures._dagp import fit_restarts
 from zoo import dagp
 from zoo import sparse as sp
 from zoo.data.association import multimodal
@@ -48,9 +52,9 @@ def main(quick: bool, out: Path) -> None:
     n, m, warmup, steps, restarts = (40, 8, 75, 75, 1) if quick else (350, 25, 3000, 3000, 5)
     data = multimodal(jax.random.PRNGKey(0), n)
     Z = sp.init_inducing(jax.random.PRNGKey(1), data.X, m)
-    key = jax.random.PRNGKey(2)
-    fits = dagp.restart_fits(data.X, data.y, Z, CONFIG, key, restarts, steps=steps, lr=0.03, entropy_warmup=warmup)
-    best = max(range(len(fits)), key=lambda i: fits[i].final_elbo)  # one unscored fit in --quick
+    restart_fits = fit_restarts(CONFIG, {"X": data.X, "y": data.y, "Z": Z}, 2, restarts, steps, 0.03, warmup)
+    best = best_restart(restart_fits)  # one unscored fit in --quick
+    fits = [r.fit for r in restart_fits]
     fit = fits[best]
     grid = jnp.linspace(-10.0, 10.0, 400)[:, None]
     preds = [dagp.predict(f, grid, jax.random.PRNGKey(3), num_samples=500) for f in fits]
@@ -75,11 +79,11 @@ def main(quick: bool, out: Path) -> None:
     restart_rows = [
         {
             "restart": i,
-            "final_objective": f.final_elbo,
+            "final_objective": r.final_elbo,
             "best": i == best,
             "modes_used": int(np.sum(np.asarray(dagp.training_assignments(f)).mean(0) > 0.05)),
         }
-        for i, f in enumerate(fits)
+        for i, (f, r) in enumerate(zip(fits, restart_fits, strict=True))
     ]
     write_csv(out / "restarts.csv", restart_rows)
     plot(out, data, q_a, grid, pred)
@@ -95,7 +99,7 @@ def main(quick: bool, out: Path) -> None:
         "retrained_solutions": f"{len(fits)} restart(s), modes used "
         + ", ".join(str(r["modes_used"]) for r in restart_rows)
         + (
-            "; final objectives " + ", ".join(f"{f.final_elbo:.0f}" for f in fits) + f"; best: restart {best}"
+            "; final objectives " + ", ".join(f"{r.final_elbo:.0f}" for r in restart_fits) + f"; best: restart {best}"
             if len(fits) > 1
             else ""
         ),

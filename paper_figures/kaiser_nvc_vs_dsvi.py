@@ -1,12 +1,12 @@
 """Kaiser 2021 Figs 4.6-4.7 (the phenomenon, on synthetic data): NVC's analytic band against sampled deep-GP posteriors.
 
-The thesis' figures use proprietary wind data (notes 3.6, 3.8: "the method is reproducible on synthetic data"), and
-report one qualitative claim: NVC's variational (analytic) band under-estimates the uncertainty that sampling shows,
-"especially when the f_l become more non-linear" (sec. 2.7 after eq. 2.85; sec. 4.3 on Fig. 4.7a).
+The thesis' figures use proprietary wind data (docs/sources/kaiser.md#nvc-vs-dsvi: "the method is reproducible on
+synthetic data"), and report one qualitative claim: NVC's variational (analytic) band under-estimates the uncertainty
+that sampling shows, "especially when the f_l become more non-linear" (sec. 2.7 after eq. 2.85; sec. 4.3 on Fig. 4.7a).
 
-Assumed defaults (notes 6 item 6 and sec. 5): one synthetic warped function, y = tanh(4 sin x) + N(0, 0.05^2) (the
-``deep_gp`` data of the zoo), x ~ U[-pi, pi] with the interval (0.4, 1.2) held out (a gap where the function sits on
-its upper plateau, so the posterior must interpolate), N = 200 (quick: 80), M = 20 (quick: 10) inducing points per
+Assumed defaults (docs/sources/kaiser.md#nvc-vs-dsvi): one synthetic warped function, y = tanh(4 sin x) + N(0, 0.05^2)
+(the ``deep_gp`` data of the zoo), x ~ U[-pi, pi] with the interval (0.4, 1.2) held out (a gap where the function sits
+on its upper plateau, so the posterior must interpolate), N = 200 (quick: 80), M = 20 (quick: 10) inducing points per
 layer at k-means centres, two layers, SE kernels. NVC (``deep_gp/nvc``, engine ``nvc``: MAP-II on the corrected
 analytic bound, zero-mean layers, inner layer initialised to the identity, Adam lr 0.03, 5000 steps; quick 1500) and
 DSVI (``deep_gp/dsvi``, engine ``svi`` with the model's guide: identity inner mean, MAP hyperparameters, Adam lr 0.01,

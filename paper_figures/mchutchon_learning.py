@@ -167,7 +167,8 @@ def train_nigp(problem: Problem, options: dict, seed: int) -> Learnt:
     X, Y, A = _regression_data(problem)
     R = Y if A is None else Y - X @ A.T
     start = time.perf_counter()
-    fits = [nigp.fit(jnp.asarray(X), jnp.asarray(R[:, e]), mode="nigpm") for e in range(R.shape[1])]
+    runs = [inference.run("gp/nigp", {"X": X, "y": R[:, e]}, engine="nigp", mode="nigpm") for e in range(R.shape[1])]
+    fits = [nigp.params_from(idata.point_estimates) for idata in runs]
     run_s = time.perf_counter() - start
 
     def one_output(params, correction, r):

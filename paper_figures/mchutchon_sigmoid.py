@@ -1,11 +1,12 @@
 """McHutchon (2014) E2.2, Table 2.1 and Fig. 2.9: a sigmoid with five input-noise levels; GP vs NIGPm vs NIGPu.
 
 Assumed defaults (the thesis gives neither the function nor the input range): f(x) = tanh(x / 3), x ~ U(-10, 10)
-(notes ch. 5 item 2); output-noise std 0.025, input-noise std in {0, 0.5, 1, 2, 3}. The thesis used 500 training
-points, 1000 test points and 15 training sets per level; to keep one run under ~3 minutes on 2 CPU cores we use
+(docs/sources/mchutchon.md#sigmoid); output-noise std 0.025, input-noise std in {0, 0.5, 1, 2, 3}. The thesis used 500
+training points, 1000 test points and 15 training sets per level; to keep one run under ~3 minutes on 2 CPU cores we use
 200 training points and 2 training sets per level (quick: 100 points, one set, input noise 1, GP and NIGPm only).
-ML-II by scipy L-BFGS-B, 2 slope passes, plain prediction at the noisy test inputs. The variational method and MLHGP
-of the thesis are not implemented; their published numbers are listed for reference only.
+ML-II by the ``nigp`` engine on ``gp/nigp`` (scipy L-BFGS-B; GP = its mode "gp"), 2 slope passes, plain prediction
+at the noisy test inputs. The variational method and MLHGP of the thesis are not implemented; their published
+numbers are listed for reference only.
 Fig. 2.9 is reproduced as box plots of pairwise differences of test log-likelihood per point (row method minus
 column method) over the training sets, one box per input-noise level.
 """
@@ -16,6 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+import inference
 from inference.files.tables import read_published, write_comparison, write_csv
 from zoo import nigp
 
@@ -39,7 +41,8 @@ def run(cfg: dict) -> list[dict]:
             X, y = jnp.asarray(ds.observed["Yin"]), jnp.asarray(ds.observed["Yout"])
             X_test, y_test = jnp.asarray(ds.test["Yin"]), jnp.asarray(ds.test["Yout"])
             for mode in cfg["modes"]:
-                params, correction = nigp.fit(X, y, mode=mode)
+                idata = inference.run("gp/nigp", {"X": X, "y": y}, engine="nigp", mode=mode)
+                params, correction = nigp.params_from(idata.point_estimates)
                 mean, var = nigp.predict(params, X, y, correction, X_test, mode, "plain")
                 rows.append(
                     {
