@@ -1,7 +1,7 @@
 """``inference.run``: the engine registry, capability checks, option validation, timing, result assembly.
 
 An engine is a function ``(spec, dataset, key, timer, **options) -> EngineOutput`` registered with its
-name, the capabilities it requires and its default options (DESIGN.md section 4). ``run`` validates the
+name, the capabilities it requires and its default options (docs/architecture.md#engines). ``run`` validates the
 model, data and options before anything is compiled, times compilation and execution apart, and returns
 ArviZ InferenceData.
 """
@@ -24,7 +24,7 @@ from zoo.registry import Dataset, ModelSpec
 
 Array = Any
 
-# Options whose meaning is shared by every engine that has the notion (DESIGN.md section 4), with the
+# Options whose meaning is shared by every engine that has the notion (docs/architecture.md#common-options), with the
 # smallest value each accepts.
 COUNT_OPTIONS = {
     "num_chains": 1,

@@ -1,7 +1,8 @@
 """Shared GP algebra: Cholesky with jitter, Gaussian conditioning, exact GP posterior and evidence.
 
-All in float64 via Cholesky factors and triangular solves; no explicit inverses. Equations: Franzese notes
-1.4-1.5 (eqs. 3.7, 4.6-4.14, 6.2), Kaiser notes 1.1 (eqs. 2.41-2.49).
+All in float64 via Cholesky factors and triangular solves; no explicit inverses. Equations: Franzese 2024,
+eqs. 3.7, 4.6-4.14, 6.2; Kaiser 2021, eqs. 2.41-2.49 (docs/sources/franzese.md#gp-regression,
+docs/sources/kaiser.md#gp-regression).
 """
 
 from typing import Any, NamedTuple
@@ -15,7 +16,7 @@ from zoo.kernels import Kernel, SquaredExponential
 
 Array = Any
 
-JITTER = 1e-6  # relative to the mean diagonal (Franzese notes 5.2: 1e-6 sigma_v^2)
+JITTER = 1e-6  # relative to the mean diagonal (1e-6 sigma_v^2, docs/sources/franzese.md#conventions)
 
 
 def add_jitter(K: Array, jitter: float = JITTER) -> Array:

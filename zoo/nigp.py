@@ -1,6 +1,7 @@
 """GP regression with input noise: the noisy-input GP (NIGP) and the exact errors-in-variables model.
 
-Source: McHutchon (2014) ch. 2 / seed notes 002, models M3 and M8, procedure 2.3 (McHutchon & Rasmussen, NIPS 2011).
+Source: McHutchon (2014) ch. 2, models M3 and M8 (McHutchon & Rasmussen, NIPS 2011; docs/sources/mchutchon.md#eiv,
+docs/sources/mchutchon.md#nigp).
 
 Model M3: y_in = x + eps_in, eps_in ~ N(0, diag(sigma_in^2)); y_out = f(x) + eps_out, eps_out ~ N(0, sigma_out^2),
 f ~ GP(0, k_SE). NIGP linearises f about the observed input, y_out ~= f(y_in) - eps_in^T df/dx + eps_out, which adds
@@ -25,8 +26,9 @@ Prediction at a noisy test input y* (eqs. 2.87-2.94): ``predict(..., method="pla
 plus Sigma~(y*); ``method="moments"`` integrates over x* ~ N(y*, Sigma_in) with the exact SE moments of
 ``zoo.moments``. Both add sigma_out^2 (predictions of a noisy y_out; 2.76 omits it).
 
-The exact model M3 with latent true inputs is registered as ``gp/eiv`` (notes M3 sketch): NUTS and SVI run it, and it
-is the reference NIGP approximates. MLHGP (M6) is not implemented: see ``paper_figures/mchutchon_square_wave.py``.
+The exact model M3 with latent true inputs is registered as ``gp/eiv`` (docs/sources/mchutchon.md#eiv): NUTS and SVI run
+it, and it is the reference NIGP approximates. MLHGP (M6) is not implemented: see
+``paper_figures/mchutchon_square_wave.py``.
 """
 
 from typing import Any, NamedTuple
@@ -164,7 +166,7 @@ def params_from(point_estimates) -> tuple[NIGPParams, Array]:
 # ----------------------------------------------------------------------------------------------------------------
 # Exact errors-in-variables model (M3) and the test functions of E2.1 / E2.2
 
-INPUT_PRIOR_SCALE = 10.0  # Xin ~ N(0, 10^2): the "~flat" prior of the notes' M3 sketch
+INPUT_PRIOR_SCALE = 10.0  # Xin ~ N(0, 10^2): the "~flat" prior of docs/sources/mchutchon.md#eiv
 
 
 def _hyperparameters(D: int) -> NIGPParams:
@@ -181,7 +183,7 @@ def eiv_gp(Yin, Yout=None):
     """Errors-in-variables GP (McHutchon M3): latent true inputs Xin (N, D), Yin ~ N(Xin, diag(input_noise)),
     Yout ~ N(0, K(Xin, Xin) + noise I) with f integrated out. Sites: lengthscale (D,), variance, noise
     (= sigma_out^2), input_noise (D,) (= sigma_in^2), Xin (N, D). Priors as gp/regression, LogNormal(-2, 1.5) on the
-    input-noise variances, and the ~flat N(0, 10^2) on Xin of the notes' sketch."""
+    input-noise variances, and the ~flat N(0, 10^2) on Xin (docs/sources/mchutchon.md#eiv)."""
     N, D = Yin.shape
     params = _hyperparameters(D)
     Xin = numpyro.sample("Xin", dist.Normal(0.0, INPUT_PRIOR_SCALE).expand([N, D]).to_event(2))
@@ -193,15 +195,15 @@ def eiv_gp(Yin, Yout=None):
 def near_square_wave(x: Array) -> Array:
     """E2.1 default: tanh(4 sin(pi (x - 1) / 7)) on [-10, 10] (the thesis gives no formula).
 
-    Its corners (steep regions) sit at x = 1 and x = -6, where Fig. 2.7's caption puts them; the notes' suggestion
-    tanh(4 sin(x - 1)) has corners at 1 and -5.3 and transitions narrower than sigma_in = 0.3, where no first-order
-    (slope) method can work. Maximum slope 4 pi / 7 = 1.8.
+    Its corners (steep regions) sit at x = 1 and x = -6, where Fig. 2.7's caption puts them; the simpler
+    tanh(4 sin(x - 1)) (docs/sources/mchutchon.md#square-wave) has corners at 1 and -5.3 and transitions narrower than
+    sigma_in = 0.3, where no first-order (slope) method can work. Maximum slope 4 pi / 7 = 1.8.
     """
     return jnp.tanh(4.0 * jnp.sin(jnp.pi * (x - 1.0) / 7.0))
 
 
 def sigmoid(x: Array) -> Array:
-    """E2.2 default (notes ch. 5 item 2; the thesis gives no formula): tanh(x / 3) on inputs U(-10, 10)."""
+    """E2.2 default (the thesis gives no formula; docs/sources/mchutchon.md#sigmoid): tanh(x / 3) on U(-10, 10)."""
     return jnp.tanh(x / 3.0)
 
 
@@ -232,7 +234,8 @@ SQUARE_WAVE = {"low": -10.0, "high": 10.0, "sigma_in": 0.3, "sigma_out": 0.05}  
 
 
 def simulate_square_wave(key, n: int = 60, n_test: int = 1000) -> Dataset:
-    """E2.1 near-square wave: sigma_out = 0.05, sigma_in = 0.3, 60 training and 1000 test points (notes E2.1)."""
+    """E2.1 near-square wave: sigma_out = 0.05, sigma_in = 0.3, 60 training and 1000 test points
+    (docs/sources/mchutchon.md#square-wave)."""
     n, n_test = positive_int("n", n), positive_int("n_test", n_test)
     return simulate_input_noise(key, near_square_wave, n, n_test, **SQUARE_WAVE)
 
@@ -241,7 +244,7 @@ register(
     ModelSpec(
         name="gp/eiv",
         summary="Errors-in-variables GP: latent true inputs, noisy inputs and outputs (the exact model behind NIGP)",
-        source="McHutchon 2014, sec. 2.1 (eqs. 2.1-2.6), model M3 of the seed notes",
+        source="McHutchon 2014, sec. 2.1 (eqs. 2.1-2.6), model M3",
         program=eiv_gp,
         simulate=simulate_square_wave,
         data_shapes=frozen({"Yin": ("N", "D"), "Yout": ("N",)}),
@@ -311,7 +314,7 @@ register(
     ModelSpec(
         name="gp/nigp",
         summary="Noisy-input GP (NIGP): input noise as a slope-dependent output variance; ML-II by the nigp engine",
-        source="McHutchon 2014, ch. 2 (eqs. 2.75-2.78, 2.85-2.86, 2.100-2.104), procedure 2.3; seed notes model M8",
+        source="McHutchon 2014, ch. 2 (eqs. 2.75-2.78, 2.85-2.86, 2.100-2.104), procedure 2.3, model M8",
         program=nigp_program,
         simulate=simulate_square_wave_xy,
         data_shapes=frozen({"X": ("N", "D"), "y": ("N",)}),

@@ -1,4 +1,4 @@
-"""ModelSpec, the Dataset it simulates, and the registry of models (DESIGN.md section 4)."""
+"""ModelSpec, the Dataset it simulates, and the registry of models (docs/architecture.md#modelspec)."""
 
 import dataclasses
 import functools

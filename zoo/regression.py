@@ -1,7 +1,8 @@
-"""Bayesian linear regression and GP regression (Franzese notes 1.3, 1.5, 2.1; Kaiser notes 1.1).
+"""Bayesian linear regression and GP regression (Franzese 2024, chs. 2-6; Kaiser 2021, sec. 2.4;
+docs/sources/franzese.md#blr, docs/sources/franzese.md#gp-regression, docs/sources/kaiser.md#gp-regression).
 
-Sites: ``lengthscale`` (D,), ``variance`` = sigma_v^2, ``noise`` = sigma_n^2 (a variance: Franzese notes 5.2
-put the prior on the variance), latent ``z``/``f`` in the latent form, weights ``w`` in BLR.
+Sites: ``lengthscale`` (D,), ``variance`` = sigma_v^2, ``noise`` = sigma_n^2 (a variance: the prior is on the
+variance, docs/sources/franzese.md#conventions), latent ``z``/``f`` in the latent form, weights ``w`` in BLR.
 """
 
 from functools import partial
@@ -16,7 +17,7 @@ from zoo.data.regression import linear_design, noisy_sine
 from zoo.kernels import SquaredExponential
 from zoo.registry import ConjugatePosterior, Dataset, ModelSpec, frozen, positive_int, register
 
-BLR_PRIOR_SCALE = 1.0  # w ~ N(0, I): Franzese eq. 2.17 with Sigma_p = I (notes 3, Fig 2.3 default)
+BLR_PRIOR_SCALE = 1.0  # w ~ N(0, I): Franzese eq. 2.17 with Sigma_p = I (docs/sources/franzese.md#blr)
 
 
 def blr(X, y=None):
@@ -27,7 +28,8 @@ def blr(X, y=None):
 
 
 def blr_conjugate(params, X, y) -> ConjugatePosterior:
-    """w | y, noise ~ N(A^-1 X^T y / s2, A^-1), A = X^T X / s2 + Sigma_p^-1 (R&W eq. 2.8, notes 1.3)."""
+    """w | y, noise ~ N(A^-1 X^T y / s2, A^-1), A = X^T X / s2 + Sigma_p^-1 (R&W eq. 2.8;
+    docs/sources/franzese.md#blr)."""
     prior_cov = BLR_PRIOR_SCALE**2 * jnp.eye(X.shape[1])
     post, log_evidence = gp.linear_gaussian_posterior(prior_cov, X, y, params["noise"])
     return ConjugatePosterior(post.mean, post.cov, lambda w: {"w": w}, log_evidence)
@@ -44,7 +46,7 @@ def simulate_blr(key, n: int = 50, d: int = 2) -> Dataset:
 
 
 def default_priors() -> dict[str, dist.Distribution]:
-    """Priors of notes 1.12 sketch (a). A function, not a module constant: NumPyro distributions cache
+    """Priors of docs/sources/franzese.md#gp-priors. A function, not a module constant: NumPyro distributions cache
     derived values on first use, and a shared instance first used under a jit trace would leak tracers."""
     return {
         "lengthscale": dist.LogNormal(0.0, 1.0),
@@ -64,7 +66,7 @@ def gp_regression(X, y=None, priors=None):
     """GP regression with f integrated out: y ~ N(0, K + sigma_n^2 I) (Franzese eq. 3.4 / 6.2).
 
     SE-ARD kernel; priors LogNormal(0, 1) on lengthscales and signal variance, LogNormal(-2, 1) on the noise
-    variance (notes 1.12 sketch (a)). X: (N, D), y: (N,).
+    variance (docs/sources/franzese.md#gp-priors). X: (N, D), y: (N,).
     """
     kernel, noise = _hyperparameters(X.shape[1], priors or default_priors())
     L = gp.cholesky(kernel(X) + noise * jnp.eye(X.shape[0]))
@@ -81,8 +83,8 @@ def kernel_and_noise(estimates) -> tuple[SquaredExponential, jax.Array]:
 def gp_regression_latent(X, y=None):
     """GP regression with latent f in non-centred form: z ~ N(0, I), f = L z, y ~ N(f, sigma_n^2 I).
 
-    (Franzese notes 1.12 sketch (b); Kaiser notes 1.1.) Given the hyperparameters the posterior of f is
-    eqs. 4.6-4.7, which the ``conjugate`` view computes.
+    (docs/sources/franzese.md#gp-latent; docs/sources/kaiser.md#gp-regression.) Given the hyperparameters the posterior
+    of f is eqs. 4.6-4.7, which the ``conjugate`` view computes.
     """
     kernel, noise = _hyperparameters(X.shape[1], default_priors())
     L = gp.cholesky(kernel(X))
@@ -113,7 +115,7 @@ def simulate_regression(key, n: int = 40, d: int = 1, n_test: int = 100) -> Data
     )
 
 
-# The hyperparameter problem of Franzese Figs 6.2/6.3 (notes 2.1 and the calibration note of section 3):
+# The hyperparameter problem of Franzese Figs 6.2/6.3 (docs/sources/franzese.md#hyperposterior):
 # sin(2 pi 0.1 x) on [0, 40] with heavy noise. Few points leave two explanations: a period-10 signal, or all
 # noise. Priors are broad on the scale of the inputs so both explanations keep posterior mass.
 HYPERPOSTERIOR_NOISE_STD = 0.8
@@ -171,7 +173,7 @@ register(
     ModelSpec(
         name="gp/regression-latent",
         summary="GP regression with latent f in non-centred form (f = L z); conjugate given hyperparameters",
-        source="Franzese 2024, eqs. 4.6-4.7; notes 1.12 (b)",
+        source="Franzese 2024, eqs. 4.6-4.7 (non-centred form)",
         program=gp_regression_latent,
         simulate=simulate_regression,
         data_shapes=REGRESSION_SHAPES,
@@ -184,7 +186,7 @@ register(
     ModelSpec(
         name="gp/hyperposterior",
         summary="Noisy-sine hyperparameter posterior, bimodal for N=20 (signal vs all-noise); N=40 unimodal",
-        source="Franzese 2024, sec. 6 Figs 6.2-6.3 (recast in Bayesian form, notes 6 P0.3)",
+        source="Franzese 2024, sec. 6 Figs 6.2-6.3 (recast in Bayesian form)",
         program=gp_hyperposterior,
         simulate=simulate_hyperposterior,
         data_shapes=REGRESSION_SHAPES,

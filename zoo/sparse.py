@@ -1,9 +1,10 @@
 """Sparse (inducing-point) GPs: FITC, the Titsias collapsed bound (VFE/SGPR) and SVGP.
 
-Sources: Kaiser notes 1.2-1.4 (thesis eqs. 2.51-2.74); Franzese notes 1.8-1.9 (eqs. 8.7-8.24) and sketches
-1.12 (e), (f). Printed errors corrected here (Franzese notes 5.1): eq. 8.19 (SVGP bound) has wrong signs and
-sigma_n^2 where sigma_n^{-2} belongs; eq. 8.20 (KL) misses -M and flips the log-det ratio; Kaiser eq. 2.54 drops the
-+ sigma^2 I of FITC.
+Sources: Kaiser 2021, eqs. 2.51-2.74; Franzese 2024, eqs. 8.7-8.24 (docs/sources/kaiser.md#fitc,
+docs/sources/kaiser.md#sgpr, docs/sources/kaiser.md#svgp, docs/sources/franzese.md#sparse-gp,
+docs/sources/franzese.md#svgp-bound). Printed errors corrected here (docs/sources/franzese.md#errata): eq. 8.19 (SVGP
+bound) has wrong signs and sigma_n^2 where sigma_n^{-2} belongs; eq. 8.20 (KL) misses -M and flips the log-det ratio;
+Kaiser eq. 2.54 drops the + sigma^2 I of FITC.
 
 Shapes: X (N, D) inputs, y (N,) targets, Z (M, D) inducing inputs, noise = sigma_n^2 (a variance). All algebra goes
 through Cholesky factors (``zoo.gp.cholesky`` jitter on K_ZZ) and triangular solves; no explicit inverses. The common
@@ -74,7 +75,8 @@ def check_covariance(S: Array, name: str = "covariance") -> None:
 def init_inducing(key: Array, X: Array, num_inducing: int, method: str = "kmeans", iters: int = 25) -> np.ndarray:
     """Initial inducing inputs (M, D): a random subset of X, or k-means centres (Lloyd, started from that subset).
 
-    Franzese notes 2.2: initialise from a random subset, then optimise; k-means spreads them over the data.
+    Initialise (docs/sources/franzese.md#inducing-init) from a random subset, then optimise; k-means spreads them over
+    the data.
     """
     X = np.asarray(as_inputs(X))
     M = positive_int("num_inducing", num_inducing)
@@ -263,8 +265,9 @@ def svgp(X, Z, y=None, batch_size=None):
 
     Inside ``plate("data", N, subsample_size=batch_size)`` (NumPyro scales by N/B, so the minibatch ELBO is
     unbiased) each point contributes log N(y_n | a_n^T v, s2) - k~_nn / (2 s2), the analytic E_{p(f_n|u)} of the
-    Gaussian log-likelihood (NOT y_n ~ N(a_n^T v, k~_nn + s2), which would be a FITC-type bound: notes 1.12 (f)).
-    Under the guide q(v) = N(m, S) the expectation adds the a_n^T S a_n / (2 s2) term, giving Franzese eq. 8.19.
+    Gaussian log-likelihood (NOT y_n ~ N(a_n^T v, k~_nn + s2), which would be a FITC-type bound:
+    docs/sources/franzese.md#svgp-pitfall). Under the guide q(v) = N(m, S) the expectation adds the a_n^T S a_n / (2 s2)
+    term, giving Franzese eq. 8.19.
     """
     kernel, noise = _hyperparameters(X.shape[1])
     Z = _inducing_inputs(X, Z)

@@ -18,10 +18,10 @@ class DagpConfig(NamedTuple):
     kernels: one of "se" | "white" per mode (K = len(kernels)); temperature: Concrete lambda > 0;
     assignment_entropy: add H(q(a_n)) (False = the paper's objective); noise_prior: (loc, scale) of a LogNormal
     prior on each mode's noise variance; noise_init: initial noise variances of the guide; init_spread: std of the
-    random initial q(v^(k)) means (breaks the symmetry of identical modes, ambiguity 3); mode_init: "random" (q(v^(k))
-    means N(0, init_spread^2)) or "levels" (each SE mode starts as a constant at its own quantile of y, plus that
-    random spread; see ``initial_q_means``; assignments started from trimmed GP fits are an ``init_params`` of the
-    ``svi`` engine, ``zoo.dagp.assignment_logits_from_labels``); depths: layers per
+    random initial q(v^(k)) means (breaks the symmetry of identical modes, docs/sources/kaiser.md#mode-init); mode_init:
+    "random" (q(v^(k)) means N(0, init_spread^2)) or "levels" (each SE mode starts as a constant at its own quantile of
+    y, plus that random spread; see ``initial_q_means``; assignments started from trimmed GP fits are an ``init_params``
+    of the ``svi`` engine, ``zoo.dagp.assignment_logits_from_labels``); depths: layers per
     mode (1 = a shallow SVGP mode; L > 1 = a DSVI deep GP of L SE layers whose inner layers have the identity mean
     and width D, eqs. 3.9-3.12; white modes have depth 1).
     """
@@ -93,12 +93,12 @@ def dagp_config(
     )
 
 
-# Ambiguity 7: a LogNormal prior on the signal's noise variance centred near 0.15^2, and a free outlier mode. The
-# thesis (text of Table 3.2, notes 3.1) says the signal prior "prevents pathological solutions at high outlier
-# rates", e.g. one broad signal mode that absorbs the outliers. At N = 1000 that broad mode (noise variance >= 0.5)
-# gains up to hundreds of nats of likelihood over the clean fit at 60-80 % outliers, so the prior must cost as much:
-# log-scale sd 0.1 gives -0.5 (log(0.5 / 0.02) / 0.1)^2 = -520 nats there (sd 0.5, our first choice, gave only
-# -21; see paper_figures/kaiser_dagp_noise_separation.py).
+# docs/sources/kaiser.md#noise-prior: a LogNormal prior on the signal's noise variance centred near 0.15^2, and a free
+# outlier mode. The thesis (text of Table 3.2, docs/sources/kaiser.md#noise-separation) says the signal prior "prevents
+# pathological solutions at high outlier rates", e.g. one broad signal mode that absorbs the outliers. At N = 1000 that
+# broad mode (noise variance >= 0.5) gains up to hundreds of nats of likelihood over the clean fit at 60-80 % outliers,
+# so the prior must cost as much: log-scale sd 0.1 gives -0.5 (log(0.5 / 0.02) / 0.1)^2 = -520 nats there (sd 0.5, our
+# first choice, gave only -21; see paper_figures/kaiser_dagp_noise_separation.py).
 NOISE_SEPARATION = dagp_config(
     2,
     ("se", "white"),

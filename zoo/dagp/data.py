@@ -8,7 +8,8 @@ from zoo.registry import Dataset
 
 
 def simulate_noise_separation(key, n: int = 200, outlier_rate: float = 0.2, m: int = 25) -> Dataset:
-    """ChoiceNet data (notes 3.1) with Z = k-means centres; test: the noiseless function on a grid of 200."""
+    """ChoiceNet data (docs/sources/kaiser.md#noise-separation) with Z = k-means centres; test: the noiseless function
+    on a grid of 200."""
     k_data, k_z = jax.random.split(key)
     data = choicenet(k_data, n, outlier_rate)
     X_test, f_test = choicenet_test(200)

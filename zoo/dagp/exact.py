@@ -20,7 +20,7 @@ Array = Any
 def dagp_exact(X, y=None, num_modes: int = 2):
     """Full-GP DAGP: per mode f^(k) = L_k eps_k and alpha^(k) = L_alpha,k eta_k (non-centred, jittered Cholesky),
     and y_n ~ sum_k softmax(alpha_n)_k N(f_n^(k), s_k^2). Given (f, alpha) the a_n are independent, so this
-    per-point mixture *is* the exact sum over the K^N assignments (notes 1.7, NUTS program).
+    per-point mixture *is* the exact sum over the K^N assignments (docs/sources/kaiser.md#dagp-exact).
 
     Sites: ``lengthscale``, ``variance``, ``alpha_lengthscale``, ``alpha_variance`` (K,) each (1-D inputs use the
     same lengthscale for all dims), ``noise`` (K,), ``f_white`` (K, N), ``alpha_white`` (K, N); ``f``, ``alpha``

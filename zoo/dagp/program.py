@@ -172,8 +172,8 @@ def dagp_guide(X, Z, y=None, batch_size=None, config: DagpConfig = NOISE_SEPARAT
     for name, value in values.items():
         numpyro.sample(name, dist.Delta(value, event_dim=value.ndim))
     m = numpyro.param("q_mean", lambda key: initial_q_means(key, config, Z, y))
-    # Low initial covariance (notes 1.5 defaults): S = I would start every point with the f-variance penalty
-    # k_nn / (2 s^2) of the prior and hand the data to the outlier mode before the signal can fit.
+    # Low initial covariance (docs/sources/kaiser.md#deep-gp-defaults): S = I would start every point with the
+    # f-variance penalty k_nn / (2 s^2) of the prior and hand the data to the outlier mode before the signal can fit.
     L = numpyro.param(
         "q_scale_tril", Q_SCALE_INIT * jnp.broadcast_to(jnp.eye(M), (S, M, M)), constraint=constraints.lower_cholesky
     )
