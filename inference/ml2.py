@@ -26,6 +26,7 @@ from numpyro import handlers
 from numpyro.distributions.transforms import biject_to
 
 from inference.api import EngineOutput, register_engine
+from inference.chains import vmapped_chains
 from inference.program import conditioned_program, latent_sites, observed_args
 from zoo.errors import OptionError
 
@@ -59,7 +60,7 @@ def supports(model, params, observed) -> dict:
 
 @cache
 def ml2_runner(spec, objective: str, optimizer: str, num_steps: int, lr: float, tol: float):
-    """Jitted ``(z0 (chain, ...), params, observed) -> (z, trace, iterations)``: z0 holds the free sites."""
+    """Every chain's ``(z0, params, observed) -> (z, trace, iterations)``: z0 (chain, ...) holds the free sites."""
     model = conditioned_program(spec)
 
     def one_chain(z0, params, observed):
@@ -76,7 +77,7 @@ def ml2_runner(spec, objective: str, optimizer: str, num_steps: int, lr: float, 
             return _adam(negative_objective, z0, num_steps, lr)
         return _lbfgs(negative_objective, z0, num_steps, tol)
 
-    return jax.jit(jax.vmap(one_chain, in_axes=(0, None, None)))
+    return vmapped_chains(one_chain)
 
 
 def _adam(loss, z0, num_steps: int, lr: float):
@@ -177,7 +178,7 @@ def ml2(spec, dataset, key, timer, **options) -> EngineOutput:
         float(options["tolerance"]),
     )
     z0 = _starts(spec, sites, dict(options["init"]), key, options["num_chains"], float(options["init_radius"]))
-    z, trace, iterations = timer.call(run, z0, params, observed)
+    z, trace, iterations = run.run(timer, z0, params, observed)
     values = {name: jax.vmap(biject_to(sites[name]["fn"].support))(value) for name, value in z.items()}
     model = conditioned_program(spec)
     likelihood, prior = jax.vmap(lambda v: log_terms(model, v, params, observed))(values)

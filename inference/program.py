@@ -46,6 +46,8 @@ def resolve_params(spec: ModelSpec, dataset: Dataset, params: Mapping[str, Any] 
     wrong shapes or values outside a site's support.
     """
     params = dict(spec.default_params if params is None else params)
+    if not params:  # nothing to check: skip the trace, which runs the program op by op (seconds for large models)
+        return {}
     sites = latent_sites(spec, dataset)
     resolved = {}
     for name, value in params.items():

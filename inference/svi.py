@@ -30,6 +30,7 @@ from numpyro.infer.autoguide import AutoDelta, AutoMultivariateNormal, AutoNorma
 
 from inference import optimise
 from inference.api import EngineOutput, register_engine
+from inference.chains import vmapped_chains
 from inference.program import conditioned_program, observed_args
 from zoo.errors import IncompatibleEngineError, OptionError
 
@@ -79,10 +80,11 @@ def param_shapes(spec, kind: str, params, observed) -> dict[str, tuple[int, ...]
 
 @cache
 def fit_runner(spec, kind: str, num_steps: int, num_particles: int, lr: float, final: float):
-    """Jitted ``(keys, params, observed, init) -> (guide params, losses)`` for every fit (leading axis: fits)."""
+    """Every fit's ``((key, init), params, observed) -> (guide params, losses)`` (leading axis: fits)."""
     model = conditioned_program(spec)
 
-    def one_fit(key, params, observed, init):
+    def one_fit(own, params, observed):
+        key, init = own
         # Autoguides keep the prototype trace of their first use: a guide shared across traces (other data
         # shapes) would hand stale tracers to the new trace, so each trace builds its own.
         guide = make_guide(spec, model, kind)
@@ -90,29 +92,30 @@ def fit_runner(spec, kind: str, num_steps: int, num_particles: int, lr: float, f
         k_init, _ = jax.random.split(key)
         return optimise.fit(svi, k_init, num_steps, params, init_params=init, **observed)
 
-    return jax.jit(jax.vmap(one_fit, in_axes=(0, None, None, 0)))
+    return vmapped_chains(one_fit)
 
 
 @cache
 def score_runner(spec, kind: str, num_particles: int):
-    """Jitted ``(key, guide params, params, observed) -> ELBO`` of every fit, one shared key (common random
-    numbers across fits)."""
+    """Every fit's ``(guide params, key, params, observed) -> ELBO``, one shared key (common random numbers across
+    fits)."""
     model = conditioned_program(spec)
 
-    def one_score(key, guide_params, params, observed):
+    def one_score(guide_params, key, params, observed):
         guide = make_guide(spec, model, kind)
         loss = Trace_ELBO(num_particles=num_particles, vectorize_particles=True)
         return -loss.loss(key, guide_params, model, guide, params, **observed)
 
-    return jax.jit(jax.vmap(one_score, in_axes=(None, 0, None, None)))
+    return vmapped_chains(one_score)
 
 
 @cache
 def draw_runner(spec, kind: str, num_samples: int):
-    """Jitted ``(keys, guide params, params, observed) -> (draws, point)`` of the kept fits (leading axis: chains)."""
+    """The kept fits' ``((key, guide params), params, observed) -> (draws, point)`` (leading axis: chains)."""
     model = conditioned_program(spec)
 
-    def one_chain(key, guide_params, params, observed):
+    def one_chain(own, params, observed):
+        key, guide_params = own
         guide = make_guide(spec, model, kind)
         _, k_draw = jax.random.split(key)
         predictive = Predictive(
@@ -126,7 +129,7 @@ def draw_runner(spec, kind: str, num_samples: int):
         point = guide.median(guide_params) if kind in AUTOGUIDES else guide_params
         return draws, point
 
-    return jax.jit(jax.vmap(one_chain, in_axes=(0, 0, None, None)))
+    return vmapped_chains(one_chain)
 
 
 def starting_values(init_params, shapes: dict, num_fits: int) -> dict:
@@ -190,7 +193,9 @@ def svi(spec, dataset, key, timer, **options) -> EngineOutput:
     kind, chains, restarts = options["guide"], options["num_chains"], int(options["restarts"])
     observed, params = observed_args(dataset), options["params"]
     fits = chains * restarts
-    init = starting_values(options["init_params"], param_shapes(spec, kind, params, observed), fits)
+    init = options["init_params"]
+    if init:  # checked against the param sites: one trace of model and guide, op by op, so only when given
+        init = starting_values(init, param_shapes(spec, kind, params, observed), fits)
     run_fits = fit_runner(
         spec,
         kind,
@@ -201,18 +206,18 @@ def svi(spec, dataset, key, timer, **options) -> EngineOutput:
     )
     key, score_key = jax.random.split(key) if restarts > 1 or options["score_particles"] else (key, None)
     keys = jax.random.split(key, fits)
-    guide_params, losses = timer.call(run_fits, keys, params, observed, init)
+    guide_params, losses = run_fits.run(timer, (keys, init), params, observed)
     kept = np.arange(chains)
     point_extra = {}
     if score_key is not None:
         particles = int(options["score_particles"]) or DEFAULT_SCORE_PARTICLES
-        scores = timer.call(score_runner(spec, kind, particles), score_key, guide_params, params, observed)
+        scores = score_runner(spec, kind, particles).run(timer, guide_params, score_key, params, observed)
         # fits are laid out chain-major: fit c * restarts + r is restart r of chain c
         kept = kept * restarts + np.argmax(np.asarray(scores).reshape(chains, restarts), 1)
         point_extra["final_elbo"] = np.asarray(scores)[kept]
     guide_params = jax.tree.map(lambda x: x[kept], guide_params)
-    draws, point = timer.call(
-        draw_runner(spec, kind, options["num_samples"]), keys[kept], guide_params, params, observed
+    draws, point = draw_runner(spec, kind, options["num_samples"]).run(
+        timer, (keys[kept], guide_params), params, observed
     )
     return EngineOutput(
         posterior=draws,
