@@ -31,18 +31,6 @@ THESIS_SECONDS = {(100, 1000): 20.8, (10000, 1000): 3036.0}  # McHutchon Table 3
 PARTICLES_PYTHON = "/tmp/particles-venv/bin/python"
 
 
-def time_pgas_cell(view, params, observed, num_particles: int, num_samples: int) -> tuple[float, float]:
-    """(compile_s, run_s) of one PGAS call drawing num_samples sweeps (no warm-up) with num_particles particles."""
-    runner = pgas.pgas_runner(view, num_particles, 0, num_samples)
-    keys = jax.random.split(jax.random.key(1), 1)
-    start = time.perf_counter()
-    compiled = runner.lower(keys, params, observed).compile()
-    compile_s = time.perf_counter() - start
-    start = time.perf_counter()
-    jax.block_until_ready(compiled(keys, params, observed))
-    return compile_s, time.perf_counter() - start
-
-
 def estep_table(max_cell_s: float) -> list[dict]:
     spec = lgssm.lgssm_spec("lgssm/1d", 1, 1, 0)
     view = spec.views["state_space"]
@@ -57,7 +45,7 @@ def estep_table(max_cell_s: float) -> list[dict]:
             if previous is not None and previous * 10 > max_cell_s:
                 rows.append({"particles": N, "samples": S, "run_s": previous * 10, "extrapolated": True})
                 continue
-            compile_s, run_s = time_pgas_cell(view, params, data, N, S)
+            compile_s, run_s = pgas.time_sweeps(view, params, data, N, S)
             measured[(N, S)] = run_s
             rows.append({"particles": N, "samples": S, "run_s": run_s, "compile_s": compile_s, "extrapolated": False})
     for row in rows:

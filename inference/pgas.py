@@ -24,7 +24,7 @@ import jax.numpy as jnp
 from blackjax.smc import resampling
 
 from inference import pgas_marginal
-from inference.api import EngineOutput, register_engine
+from inference.api import EngineOutput, Timer, register_engine
 from inference.chains import vmapped_chains
 from inference.pf import (
     adapted_initial_step,
@@ -119,6 +119,16 @@ def pgas_runner(
         return pgas_chain(view, theta, key, y, mask, u, num_particles, num_warmup, num_samples, initial, sweep)
 
     return vmapped_chains(one_chain)
+
+
+def time_sweeps(view, params, observed, num_particles: int, num_samples: int) -> tuple[float, float]:
+    """(compile_s, run_s) of one chain drawing ``num_samples`` sweeps with ``num_particles`` particles and no warm-up:
+    a cell of McHutchon's E-step timing table (Table 3.3). A configuration already compiled in this process (same
+    sizes and shapes) compiles nothing again: compile_s 0."""
+    timer = Timer()
+    keys = jax.random.split(jax.random.key(1), 1)
+    pgas_runner(view, num_particles, 0, num_samples).run(timer, keys, params, observed)
+    return timer.compile_s, timer.run_s
 
 
 def check_fully_adapted(view) -> None:

@@ -8,7 +8,7 @@ NUTS on the latent states at the same fixed parameters (``nuts``; the gold stand
 
 Assumptions (stated, not from the thesis): the kink function and noise split of notes sec. 5 item 1
 (``zoo.data.ssm_systems.kink``), trajectories of 20 steps; the model is the sparse GP-SSM ``gpssm/sparse`` at the
-FIXED parameters of ``benchmarks/kink_latent_density.py`` (15 pseudo-inputs on [-3, 6] with pseudo-targets f(X~),
+FIXED parameters of ``zoo/data/kink_fixtures.py`` (15 pseudo-inputs on [-3, 6] with pseudo-targets f(X~),
 signal variance 9, lengthscale 1, the true process and observation noise) -- near the truth, so the comparison is
 about the posterior approximation, not about learning (the thesis used a learnt model; learning one by ``direct``
 would add its errors to every method alike). Every method sees the same model and data.
@@ -51,12 +51,12 @@ from scipy.special import logsumexp
 from scipy.stats import norm
 
 import inference
-from benchmarks.kink_latent_density import PARAMS, PSEUDO_INPUTS
 from inference import pf
 from inference.files.tables import read_published, write_comparison, write_csv
 from inference.program import observed_args
 from zoo import gpssm, ssm
 from zoo.data import ssm_systems
+from zoo.data.kink_fixtures import PARAMS, PSEUDO_INPUTS
 
 DESCRIPTION = "McHutchon 2014 Tables 3.1/3.2, Figs 3.31-3.33 (E3.3, E3.7): kink E-steps ADS, MC-EP, IS-EP, PGAS, NUTS"
 SEED = 11

@@ -15,12 +15,12 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from benchmarks.kink_latent_density import fixed_kink_params
-from benchmarks.pgas_timing import time_pgas_cell
 from inference.files.tables import read_published, write_comparison, write_csv
+from inference.pgas import time_sweeps
 from inference.program import observed_args
 from zoo import gpssm
 from zoo.data import ssm_systems
+from zoo.data.kink_fixtures import fixed_kink_params
 
 DESCRIPTION = "McHutchon 2014 Table 3.3: PGAS E-step wall-clock, particles x samples, vs the thesis's Matlab times"
 NUM_PSEUDO = 10
@@ -54,7 +54,7 @@ def timing_grid(cfg: dict) -> list[dict]:
             if per_sample is not None and per_sample * S > cfg["max_cell_s"]:
                 row.update(run_s=per_sample * S, compile_s=float("nan"), extrapolated=True)
             else:
-                compile_s, run_s = time_pgas_cell(view, PARAMS, observed, N, S)
+                compile_s, run_s = time_sweeps(view, PARAMS, observed, N, S)
                 per_sample = run_s / S
                 row.update(run_s=run_s, compile_s=compile_s, extrapolated=False)
             row["speedup"] = row["thesis_s"] / row["run_s"]

@@ -1,0 +1,26 @@
+"""Fixed sparse GP-SSM parameters for the kink system (``ssm_systems.kink``), close to its truth.
+
+With these an E-step sees a model near the data-generating one, so E-step comparisons (PGAS vs ADS, McHutchon 2014
+Tables 3.2 and 3.3) measure the posterior approximation, not the learning. Used by ``benchmarks`` and
+``paper_figures`` alike.
+"""
+
+import numpy as np
+
+from zoo.data import ssm_systems
+
+
+def fixed_kink_params(pseudo_inputs: np.ndarray) -> dict[str, np.ndarray]:
+    """Sparse GP-SSM parameters close to the kink's truth: pseudo-targets f(X~) at pseudo_inputs (M, 1), signal
+    variance 9, lengthscale 1, the true process and observation noise."""
+    return {
+        "lengthscale": np.array([[1.0]]),
+        "signal_var": np.array([9.0]),
+        "process_var": np.array([ssm_systems.KINK_PROCESS_VAR]),
+        "obs_var": np.array([ssm_systems.KINK_OBS_VAR]),
+        "pseudo_targets": np.asarray(ssm_systems.kink_function(pseudo_inputs.T)),
+    }
+
+
+PSEUDO_INPUTS = np.linspace(-3.0, 6.0, 15)[:, None]  # (15, 1) on [-3, 6]
+PARAMS = fixed_kink_params(PSEUDO_INPUTS)
