@@ -23,8 +23,8 @@ API:
   ``run``, never the jitted ``.program`` (public for inspection: lowering, identity), so the compile/run split
   cannot be skipped; ``timer.call`` keeps compiled executables per (program, argument shapes).
 
-Used by pf, pf-ml, pgas, pmcmc, pgas-em/psaem, tsmc, nuts/hmc. Not by numpyro-nuts: NumPyro's kernel batches the
-chains itself (it vmaps its own init and sample functions), which is what that peer reference is there to run.
+Not used by numpyro-nuts: NumPyro's kernel batches the chains itself (it vmaps its own init and sample functions),
+which is what that peer reference is there to run.
 
 Caching: the jitted program is made once per ``VmappedChains``, so build it inside a ``functools.cache``-d
 factory keyed on everything static (sizes, options, the hashable model view): the same program object then comes
