@@ -3,14 +3,18 @@
 Each script is a module of this package that defines ``DESCRIPTION`` (one line, naming the table/figure and
 document) and ``main(quick: bool, out: Path) -> None``; it writes the figure (PNG), the numbers behind it
 (CSV) and a side-by-side comparison with the published values, which it keeps next to the script.
-Add a script by listing its module name in ``SCRIPTS``.
+Add a script by listing its module name in ``SCRIPTS``. What full runs measured is kept next to the script in
+``<name>_full_runs.md`` (never in docstrings) and appended to the run's comparison.md.
 """
 
 import importlib
 from dataclasses import dataclass
 from pathlib import Path
 
+from inference.files.atomic import atomic_write_text
 from zoo.errors import unknown_name
+
+HERE = Path(__file__).resolve().parent
 
 SCRIPTS: list[str] = [
     "mchutchon_square_wave",
@@ -46,3 +50,7 @@ def run_figure(name: str, quick: bool, out: Path) -> None:
     target = out / name
     target.mkdir(parents=True, exist_ok=True)
     importlib.import_module(FIGURES[name].module).main(quick=quick, out=target)
+    full_runs = HERE / f"{name}_full_runs.md"
+    comparison = target / "comparison.md"
+    if full_runs.is_file() and comparison.is_file():
+        atomic_write_text(comparison, comparison.read_text().rstrip() + "\n\n" + full_runs.read_text())

@@ -20,30 +20,14 @@ every log-likelihood reported in those standardised target units (log p(y) + log
 temperature 0.5; LogNormal(-2, 1) priors on the noise variances (initial 0.1), LogNormal(0, 1) on lengthscales and
 kernel variances, point masses (MAP) on all hyperparameters; the modes start from trimmed GP fits
 (``init_params`` of the assignment logits from ``zoo.trimmed.peel``: half of the training points, found by a forward
-search of exact GP fits,
-start on mode 1, the rest on mode 2) with random initial q(u) means (sd 1), S = 0.01 I; inducing inputs: k-means of
-the training inputs; Adam, lr 0.01 cosine-decayed to 5 %, full batch, one Monte-Carlo sample per step (notes
-5.1-5.3); 500 samples of alpha_* for the predictive weights. The SVGP baselines are ``zoo.dagp`` with K = 1 (its
-bound is the SVGP bound plus a constant KL of the unused assignment GP,
+search of exact GP fits, start on mode 1, the rest on mode 2) with random initial q(u) means (sd 1), S = 0.01 I; inducing inputs: k-means of
+the training inputs; Adam, lr 0.01 cosine-decayed to 5 %, full batch, one Monte-Carlo sample per step
+(docs/sources/kaiser.md#dagp-ambiguities); 500 samples of alpha_* for the predictive weights. The SVGP baselines are
+``zoo.dagp`` with K = 1 (its bound is the SVGP bound plus a constant KL of the unused assignment GP,
 tests/test_dagp.py::test_one_mode_dagp_is_svgp), so they share priors, optimiser and M with DAGP. DAGP's predictive
 is the mixture (3.8) with its predictive assignment weights; the sub-model columns score one mode alone: the mode to
 which most default (short) training points are assigned is the default (short) sub-model. Runs differ in the data,
-inducing inputs and initial values (seed = run index).
-
-Findings of the full run (10 runs of every row; summed wall 8653 s on one core per job, 2 cores):
-- The modes separate the two systems: mean training assignment accuracy 0.90 for DAGP, DAGP 2 and DAGP 3 (every
-  run 0.88-0.93). With random starts instead of trimmed ones they did not (one run: accuracy 0.52, bound 356; the
-  same run started from the true labels, a diagnostic only, reaches 1025 and 0.996).
-- The published orderings hold: DAGP's mixture is far above GPR on the mixed data (test 1.260 vs 0.504; published
-  0.521 vs 0.421), its sub-models come close to the GPRs trained on one system alone (default test 2.388 vs 2.829,
-  short test 0.185 vs 0.214; published 0.844 vs 0.867 and 0.602 vs 0.792), and deeper modes do not help
-  (mixed test DAGP 1.260, DAGP 2 1.227, DAGP 3 1.207; published 0.521, 0.519, 0.491).
-- The absolute numbers are not the published ones: on our data the default pole is much easier and the short pole
-  harder than in the paper (GPR Default 2.829 on its own test set against 0.867, GPR Short 0.214 against 0.792), and
-  GPR Short predicts the default pole well (0.449 against -5.14). Our short pole (length 0.1, never terminated,
-  Euler steps) spins through up to 3.5 turns (|theta| up to 22 rad), which a 100-inducing-point SE GP in 5-D fits only
-  roughly. The data generation is our reading of docs/sources/kaiser.md#cartpole-details; the paper's exact episodes are
-  not available.
+inducing inputs and initial values (seed = run index). Full-run results: kaiser_dagp_cartpole_full_runs.md.
 """
 
 from functools import cache, partial

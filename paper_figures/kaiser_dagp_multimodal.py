@@ -6,28 +6,12 @@ Model as published: K = 4, SE kernels for the f^(k) and the assignment GPs alpha
 objective (no q(a) entropy). Defaults we chose: Concrete temperature 0.5; noise priors LogNormal(-2, 1) (initial 0.1);
 random initial q(u) means (std 1) to break the symmetry of the identical modes, S = 0.01 I; Adam lr 0.03 cosine-decayed
 to 5 %: 3000 full-batch steps with the q(a_n) entropy added (``paper_figures._dagp.fit_restarts``'s ``warmup``, a
-continuation not in the texts), then 3000
-of the paper's objective (--quick: 40 x-values, M = 8, 75 + 75 steps).
-Starts compared on the full data (final objective (3.7) of 5 restarts, 6000 steps in all, 2026-11-21):
-| start | final objectives | modes used |
-| random q(u) means | 580 / -70 / -44 / -187 / 66 | 4 / 3 / 4 / 4 / 3 |
-| y-quantile levels (3 restarts) | 47 / 151 / -253 | |
-| trimmed (``mode_init="trimmed"``) | 790 / 1059 / 1399 / 1476 / 1068 | 4 in each |
-| trimmed + entropy warm-up | 1579 / 1464 / 1617 / 1600 / 1450 | 4 / 3 / 4 / 4 / 4 |
-| random + entropy warm-up (the default) | 1543 / 1293 / 1243 / 1849 / 1888 | 3 / 4 / 3 / 3 / 4 |
-(123 s wall on one core for the default.) Without the entropy the bound makes q(a_n) one-hot within the first steps
-and the modes keep the random start's fragments of curves; with it the assignments stay soft while the modes move.
-Restart 0 of the default is the published picture (three modes on the three curves, the fourth switched off), and
-restart 3 nearly so; the best objective (restart 4) has modes switching curves near x = 0-1. As a diagnostic only,
-assignments started from the true curve labels (+-4, the fourth mode off) reach 2125 / 2056 (2 restarts, noise sd
-0.006-0.009), above every fit from our starts; the thesis's Fig 3.5 likewise shows 2 interpretable and 3 less
-interpretable restarts.
+continuation not in the texts), then 3000 of the paper's objective (--quick: 40 x-values, M = 8, 75 + 75 steps).
 Restarts (Fig 3.5): 5 fits from different keys (random q(u) means and Monte-Carlo noise;
 ``paper_figures._dagp.fit_restarts``); Fig 3.4's panels and numbers use the one with the best final objective (3.7),
-estimated with
-256 samples at the final params; kaiser_dagp_restarts.png shows all five side by side, as the thesis's Fig 3.5 does
-(retrained solutions with different mode/data associations; which mode is "switched off" is arbitrary). --quick: 1
-restart.
+estimated with 256 samples at the final params; kaiser_dagp_restarts.png shows all five side by side, as the thesis's
+Fig 3.5 does (retrained solutions with different mode/data associations; which mode is "switched off" is arbitrary).
+--quick: 1 restart. How the starts compare, and what is not reproduced: kaiser_dagp_multimodal_full_runs.md.
 """
 
 from pathlib import Path

@@ -18,46 +18,7 @@ targets are noiseless; the published MLL of 2.86 implies a predictive sd near 0.
 take this as the comparable one), of the signal mode with its noise, and of the full predictive mixture. Baseline: exact
 GP regression (ML-II) on the clean points only ("matches GP regression on clean data"). 10 data sets per rate (seeds
 0-9; the paper gives no run count), each unit kept in out/runs (``run_unit``); the table gives mean +- standard error
-over them.
-
-Measured (``zoo figure kaiser_dagp_noise_separation``, 2026-11-21; 389 s summed over the 50 units, two processes on
-the 2-core machine, 6-8 s per unit after compilation), mean +- se over 10 data sets at 0 / 20 / 40 / 60 / 80 %:
-DAGP RMSE 0.0142 +- 0.0012 / 0.0183 +- 0.0012 / 0.0227 +- 0.0013 / 0.040 +- 0.003 / 0.31 +- 0.05 (published 0.008 /
-0.008 / 0.005 / 0.031 / 0.128); our GP on the clean points 0.0137 / 0.0153 / 0.0182 / 0.0237 / 0.0289 (+- 0.001-0.002),
-and that GP's own RMS posterior sd of f, the RMSE it expects of itself, 0.0150 / 0.0165 / 0.0189 / 0.0229 / 0.0321.
-So at 0 % DAGP is GP regression (ratio to the clean GP 1.03 on average, the outlier mode switched off, assignment
-accuracy 1.000) and within 2x of the published 0.008 (0.016; 5 of the 10 data sets are at or below 0.016, the
-lowest 0.0081); at 20 / 40 % it is 1.22 / 1.31 times the clean GP (the signal mode keeps the outliers that fall in
-its band: noise sd 0.155 / 0.167 against 0.15); the published 0.008 / 0.005 there are half or less of what even the
-clean-data GP reaches on this generator (N = 1000 with noise sd 0.15), so "within 2x of 0.008" (0.016) is at the
-edge of the attainable at 20 % (4 of 10 data sets) and beyond it at 40 % for any method that sees the outliers.
-The per-data-set spread is wide (0 %: 0.0081-0.0186), so a single published run can sit far below the mean.
-Neither 4000 Adam steps (20 / 40 %: 0.0182 / 0.0239 on seeds 0-4, against 0.0186 / 0.0223 at 1500) nor M = 50
-(0.0193 at 20 %) closed the gap to the clean GP; the proper q(a) entropy (``assignment_entropy=True``, soft
-assignments) gave 0.0150 / 0.0184 / 0.0215 at 0 / 20 / 40 % on seeds 0-4 (paper's objective 0.0148 / 0.0186 / 0.0223,
-clean GP 0.0151 / 0.0175 / 0.0212), with the signal noise sd back at 0.147-0.154. An entropy warm-up (1500 steps
-with the entropy, then 1500 without; ``dagp.fit``'s ``entropy_warmup``) gave 0.0180 / 0.0223 / 0.0295 / 1.19 at
-20 / 40 / 60 / 80 % on seeds 0-4 (without: 0.0186 / 0.0223 / 0.0367 / 0.33; clean GP at 60 %: 0.0257): better at
-60 %, much worse at 80 % (the soft signal mode follows the outliers' band), so it is not used here.
-Signal-f MLL 2.80 +- 0.08 / 2.61 +- 0.06 / 2.38 +- 0.07 / 1.54 +- 0.17 / -29 +- 8 (published 2.86 / 2.71 / 2.12 /
-0.874 / 0.126).
-Why the signal prior is tight (60 %): with LogNormal(log 0.02, 0.5), our first choice, the signal mode became one
-broad mode absorbing outliers (noise sd 0.75, RMSE 0.34 at 60 %; at 80 % sd 1.09 with no point left to the outlier
-mode, RMSE 0.89). That prior costs only ~20 nats for a noise variance of 0.5, while at N = 1000 the broad mode gains
-hundreds of nats (at 80 % its objective, -1593, was above that of a clean fit, estimated at about -1880 from the
-per-point terms); sd 0.1 costs ~520 nats there and fixed 60 % (RMSE 0.029). Restarts changed the objective by only
-1-4 nats at 0-60 %.
-80 % is NOT reproduced, and it is a poor local optimum, not the objective: fitting from assignment logits set from
-the true labels (+-3; a diagnostic only, it uses the labels) reaches RMSE 0.043 with objective -1812, above every
-fit from our initialisation (-1877 ... -2064, RMSE 0.44-1.57: the signal mode keeps a band of outliers, or locks
-onto a narrow band of outliers near y = 2.5 that the zero-mean white mode explains worst). Tried without success at
-80 %: 3 restarts (Monte-Carlo noise), 5 restarts with random q(u) means (sd 1), lr 0.01 with 3000 steps, initial
-signal noise 0.05 or 1.0, initial outlier noise 1.33; and on seed 0 (3 restarts each, RMSE of the best): Concrete
-temperature 0.2 / 1 / 2 (0.54 / 0.68 / 1.05), the q(a) entropy (objective -1782 but RMSE 1.98: the signal mode
-follows the outliers' band), a learned constant mean for the outlier mode (eq. 3.2's mu^(k); it moved to 1.88 with
-sd 0.63 and the signal mode took the lower outliers: RMSE 0.26), and assignments started from a trimmed GP fit of
-the signal (``zoo.trimmed.best_subset`` with h = 250 or 100; the subsets were 45-53 % outliers: RMSE 0.48 / 0.45).
-Over the 10 data sets the best RMSE at 80 % is 0.108 and the worst 0.52.
+over them. Full-run results, and what is not reproduced (80 % outliers): kaiser_dagp_noise_separation_full_runs.md.
 """
 
 from functools import partial
