@@ -20,10 +20,10 @@ every log-likelihood reported in those standardised target units (log p(y) + log
 temperature 0.5; LogNormal(-2, 1) priors on the noise variances (initial 0.1), LogNormal(0, 1) on lengthscales and
 kernel variances, point masses (MAP) on all hyperparameters; the modes start from trimmed GP fits
 (``init_params`` of the assignment logits from ``zoo.trimmed.peel``: half of the training points, found by a forward
-search of exact GP fits, start on mode 1, the rest on mode 2) with random initial q(u) means (sd 1), S = 0.01 I; inducing inputs: k-means of
-the training inputs; Adam, lr 0.01 cosine-decayed to 5 %, full batch, one Monte-Carlo sample per step
-(docs/sources/kaiser.md#dagp-ambiguities); 500 samples of alpha_* for the predictive weights. The SVGP baselines are
-``zoo.dagp`` with K = 1 (its bound is the SVGP bound plus a constant KL of the unused assignment GP,
+search of exact GP fits, start on mode 1, the rest on mode 2) with random initial q(u) means (sd 1), S = 0.01 I;
+inducing inputs: k-means of the training inputs; Adam, lr 0.01 cosine-decayed to 5 %, full batch, one Monte-Carlo sample
+per step (docs/sources/kaiser.md#dagp-ambiguities); 500 samples of alpha_* for the predictive weights. The SVGP
+baselines are ``zoo.dagp`` with K = 1 (its bound is the SVGP bound plus a constant KL of the unused assignment GP,
 tests/test_dagp.py::test_one_mode_dagp_is_svgp), so they share priors, optimiser and M with DAGP. DAGP's predictive
 is the mixture (3.8) with its predictive assignment weights; the sub-model columns score one mode alone: the mode to
 which most default (short) training points are assigned is the default (short) sub-model. Runs differ in the data,
