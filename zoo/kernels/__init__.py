@@ -1,0 +1,111 @@
+"""Covariance functions as values, and their algebra (Duvenaud 2014, ch. 2-3, App. B; Franzese 2024, ch. 5;
+Kaiser 2021, sec. 2.4). See docs/sources/duvenaud.md#base-kernels and docs/sources/franzese.md#kernels.
+
+- ``base``: the ``Kernel`` class, pytree registration, ``+``, ``*``, scalars, ``on(dims)``; Sum, Product, ActiveDims.
+- ``stationary``: SE, RQ, Per, ZPer, Cos, C, WN, Matern 1/2, 3/2, 5/2.
+- ``nonstationary``: Lin, the changepoint CP and the change window CW.
+- ``grammar``: ``parse("SE x Per + RQ")`` and the printed notation.
+- ``priors``: NumPyro sample sites with default priors, default values, BIC parameter counts.
+"""
+
+from zoo.kernels.base import (
+    ActiveDims,
+    Kernel,
+    KernelError,
+    Product,
+    Sum,
+    as_inputs,
+    is_scalar,
+    safe_sqrt,
+    scaled_sqdist,
+)
+from zoo.kernels.grammar import NAMES, parse
+from zoo.kernels.nonstationary import Changepoint, ChangeWindow, Linear
+from zoo.kernels.priors import (
+    check_hyperparameters,
+    default_priors,
+    default_values,
+    num_params,
+    sample_sites,
+    site_names,
+    validate_inputs,
+    with_values,
+)
+from zoo.kernels.stationary import (
+    RBF,
+    Constant,
+    Cosine,
+    Matern12,
+    Matern32,
+    Matern52,
+    Periodic,
+    RationalQuadratic,
+    SquaredExponential,
+    Stationary,
+    White,
+    ZeroMeanPeriodic,
+)
+
+# The grammar's names (Duvenaud App. B) as aliases.
+SE, RQ, Lin, Per, ZPer, Cos, Const, WN = (
+    SquaredExponential,
+    RationalQuadratic,
+    Linear,
+    Periodic,
+    ZeroMeanPeriodic,
+    Cosine,
+    Constant,
+    White,
+)
+CP, CW = Changepoint, ChangeWindow
+M12, M32, M52 = Matern12, Matern32, Matern52
+
+__all__ = [
+    "ActiveDims",
+    "CP",
+    "CW",
+    "ChangeWindow",
+    "Changepoint",
+    "Const",
+    "Constant",
+    "Cos",
+    "Cosine",
+    "Kernel",
+    "KernelError",
+    "Lin",
+    "Linear",
+    "M12",
+    "M32",
+    "M52",
+    "Matern12",
+    "Matern32",
+    "Matern52",
+    "NAMES",
+    "Per",
+    "Periodic",
+    "Product",
+    "RBF",
+    "RQ",
+    "RationalQuadratic",
+    "SE",
+    "SquaredExponential",
+    "Stationary",
+    "Sum",
+    "White",
+    "WN",
+    "ZPer",
+    "ZeroMeanPeriodic",
+    "as_inputs",
+    "check_hyperparameters",
+    "default_priors",
+    "default_values",
+    "is_scalar",
+    "num_params",
+    "parse",
+    "safe_sqrt",
+    "sample_sites",
+    "scaled_sqdist",
+    "site_names",
+    "validate_inputs",
+    "with_values",
+]
