@@ -32,6 +32,7 @@ import optax
 from jax.scipy.linalg import cho_solve
 from numpyro.distributions import biject_to
 
+from inference import ar1
 from inference.api import EngineOutput, register_engine
 from inference.kalman import ForwardPass, Smoothed, backward_sample, forward_pass_from_scan, masked_update, rts_smoother
 from inference.program import observed_args
@@ -171,7 +172,7 @@ def _learned_and_fixed(gp_view, dataset, fixed_params) -> tuple[dict, dict]:
     observed = observed_args(dataset)
     sites = ssm.parameter_sites(gp_view.state_space, observed)
     fixed = dict(fixed_params or {})
-    init = {k: jnp.asarray(v) for k, v in gp_view.initial_params(observed).items() if k not in fixed}
+    init = {k: jnp.asarray(v) for k, v in ar1.initial_params(gp_view, observed).items() if k not in fixed}
     missing = set(sites) - set(init) - set(fixed)
     if missing:
         raise OptionError(f"no initial value for parameters {sorted(missing)}; pass them in params.")

@@ -45,6 +45,7 @@ import numpy as np
 import optax
 from numpyro.distributions import biject_to
 
+from inference import ar1
 from inference.api import EngineOutput, register_engine
 from inference.chains import vmapped_chains
 from inference.pf import check_num_particles
@@ -314,7 +315,7 @@ def starting_params(spec, dataset, params) -> dict[str, Array]:
     sites = ssm.parameter_sites(spec.views["state_space"], observed)
     start = {}
     if "gp_ssm" in spec.views:
-        start.update(spec.views["gp_ssm"].initial_params(observed))
+        start.update(ar1.initial_params(spec.views["gp_ssm"], observed))
     start.update(params or {})
     missing = sorted(set(sites) - set(start))
     if missing:

@@ -8,8 +8,9 @@ and PGAS-EM, plus rows the thesis did not run: PGAS-EM+GP and PSAEM (pseudo-targ
 PMCMC (particle Gibbs over trajectories and parameters; evaluated as the moment-matched mixture of 20 thinned
 posterior draws) and VGPSSM-SVI (the variational GP-SSM M11 by SVI with its Markov-Gaussian guide, 1-D only;
 evaluated as the mixture of 20 draws from q(F~)). Every GP-SSM learner fits the same sparse
-GP-SSM (M10: pseudo-inputs chosen once by the Titsias criterion on the observed transitions, notes sec. 5 item 7;
-initialised from the AR1-GP, Algorithm 1); all use the thesis's Table 3.4 settings unless stated below.
+GP-SSM (M10: pseudo-inputs chosen once by the Titsias criterion on the observed transitions,
+``inference.ar1.with_pseudo_inputs``, docs/sources/mchutchon.md#pseudo-inputs; initialised from the AR1-GP,
+Algorithm 1); all use the thesis's Table 3.4 settings unless stated below.
 
 Assumptions (notes sec. 5): the kink f(x) = x + 1 (x < 4), -4x + 21 (x >= 4) with process/observation variances
 0.2/0.1136 (total std 0.56, Table 3.6); the cart-pole of ``zoo.data.ssm_systems.cartpole`` (random forces, total
@@ -49,6 +50,7 @@ import numpy as np
 from scipy.stats import rankdata
 
 import inference
+from inference import ar1
 from inference import gpssm_metrics as gm
 from inference.files.resumable import cached
 from inference.files.tables import markdown_table, read_published, write_comparison, write_csv
@@ -128,11 +130,11 @@ def make_problem(system: str, sizes: dict) -> Problem:
     if system == "kink":
         simulate = partial(ssm_systems.kink, **sizes)
         spec = gpssm.sparse_gpssm_spec("figure/kink", simulate, 1, num_pseudo=20)
-        return Problem(system, spec, spec.simulate(jax.random.key(11)), "zero")
+        return Problem(system, spec, ar1.with_pseudo_inputs(spec, spec.simulate(jax.random.key(11))), "zero")
     simulate = partial(ssm_systems.cartpole, **sizes)
     m0, P0 = [0.0, 0.0, 0.0, np.pi], 0.01 * np.eye(4)
     spec = gpssm.sparse_gpssm_spec("figure/cartpole", simulate, 4, 1, mean="identity", num_pseudo=50, m0=m0, P0=P0)
-    return Problem(system, spec, spec.simulate(jax.random.key(12)), "identity")
+    return Problem(system, spec, ar1.with_pseudo_inputs(spec, spec.simulate(jax.random.key(12))), "identity")
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -153,7 +155,7 @@ def _regression_data(problem: Problem):
 
 
 def train_ar1(problem: Problem, options: dict, seed: int) -> Learnt:
-    fit, run_s = _timed(gpssm.fit_ar1_gp, problem.dataset.observed, problem.mean)
+    fit, run_s = _timed(ar1.fit_ar1_gp, problem.dataset.observed, problem.mean)
     X, Y, _ = _regression_data(problem)
     R = Y - X @ np.asarray(fit.mean_A).T - np.asarray(fit.mean_b)
     predictor = moments.exact_gp_predictor(X, R, fit.signal_var, fit.lengthscale, fit.noise_var)

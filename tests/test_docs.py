@@ -35,7 +35,6 @@ PENDING = {
     "paper_figures/mchutchon_learning.py",
     "paper_figures/mchutchon_pgas_timing.py",
     "tests/test_gpssm.py",
-    "zoo/gpssm.py",
 }
 
 CITATION = re.compile(r"(?<![\w/.-])docs/((?:[\w.-]+/)*[\w.-]+\.md)(?:#([\w-]+))?")

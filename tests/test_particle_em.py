@@ -20,7 +20,7 @@ import scipy.optimize
 
 import inference
 import zoo
-from inference import kalman, particle_em
+from inference import ar1, kalman, particle_em
 from zoo import lgssm, ssm
 from zoo.errors import OptionError
 
@@ -124,8 +124,8 @@ def test_gp_ssm_pseudo_targets_maximise_q(gp_prior):
     worse. Samples: the observations of the kink plus noise (any trajectories define a valid Q)."""
     spec = zoo.get("gpssm/sparse")
     view = spec.views["state_space"]
-    observed = {k: jnp.asarray(v) for k, v in spec.simulate(jax.random.key(0)).observed.items()}
-    params = {k: jnp.asarray(v) for k, v in spec.views["gp_ssm"].initial_params(observed).items()}
+    observed = {k: jnp.asarray(v) for k, v in ar1.prepare(spec, spec.simulate(jax.random.key(0))).observed.items()}
+    params = {k: jnp.asarray(v) for k, v in ar1.initial_params(spec.views["gp_ssm"], observed).items()}
     y = jnp.where(jnp.isfinite(observed["y"]), observed["y"], 0.0)
     samples = y[None] + 0.3 * jax.random.normal(jax.random.key(1), (3, *y.shape))
     weights = jnp.array([0.5, 0.3, 0.2])

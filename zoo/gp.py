@@ -7,12 +7,10 @@ docs/sources/kaiser.md#gp-regression).
 
 from typing import Any, NamedTuple
 
-import jax
 import jax.numpy as jnp
-import optax
 from jax.scipy.linalg import cho_solve, solve_triangular
 
-from zoo.kernels import Kernel, SquaredExponential
+from zoo.kernels import Kernel
 
 Array = Any
 
@@ -120,29 +118,3 @@ def predict(
     if full_cov:
         return GaussianPosterior(mean, kernel(X_new) - V.T @ V)
     return GaussianPosterior(mean, kernel.diag(X_new) - jnp.sum(V**2, 0))
-
-
-def se_from_log(log_params: Array) -> tuple[SquaredExponential, Array]:
-    """(SE kernel, noise variance) from [log signal variance, log noise variance, log lengthscales (D,)]."""
-    return SquaredExponential(jnp.exp(log_params[0]), jnp.exp(log_params[2:])), jnp.exp(log_params[1])
-
-
-def fit_se_ml2(log_params: Array, X: Array, y: Array, num_steps: int, learning_rate: float = 0.05) -> Array:
-    """Type-II ML of an SE kernel and Gaussian noise on (X (N, D), y (N,)): ``num_steps`` Adam steps on the log
-    hyperparameters ``log_params`` (D + 2,), laid out as in ``se_from_log``, from the given start.
-
-    Adam with a fixed step count rather than L-BFGS: each step costs exactly one N x N factorisation (a line search
-    multiplies that), and its callers only need a starting point or a ranking, not a converged optimum."""
-
-    def negative_evidence(p):
-        kernel, noise = se_from_log(p)
-        return -log_marginal_likelihood(kernel, X, y, noise)
-
-    solver = optax.adam(learning_rate)
-
-    def step(carry, _):
-        p, state = carry
-        updates, state = solver.update(jax.grad(negative_evidence)(p), state, p)
-        return (optax.apply_updates(p, updates), state), None
-
-    return jax.lax.scan(step, (log_params, solver.init(log_params)), None, length=num_steps)[0][0]

@@ -52,8 +52,11 @@ def pseudo_predictor(g: GPSSMParams) -> moments.SEPredictor:
 @dataclass(frozen=True, eq=False)
 class GPSSMView:
     """The GP-SSM view: ``state_space`` (the exact SSM view of the same model), ``to_gpssm(theta) -> GPSSMParams``,
-    and ``initial_params(observed) -> params`` (AR1-GP initialisation of Algorithm 1) for learning engines."""
+    and, for learning engines, ``initial_params(observed, ar1_fit) -> params`` (Algorithm 1's initialisation from an
+    AR1-GP fit, pure) with ``ar1_mean`` ("zero", "identity" or "linear"), the mean that AR1-GP is fitted with
+    (``inference.ar1.initial_params`` fits it and calls ``initial_params``)."""
 
     state_space: ssm.StateSpaceView
     to_gpssm: Callable[[Any], GPSSMParams]
-    initial_params: Callable[[Mapping[str, Any]], dict[str, Array]]
+    initial_params: Callable[[Mapping[str, Any], Any], dict[str, Array]]
+    ar1_mean: str = "zero"

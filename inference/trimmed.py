@@ -13,13 +13,16 @@ squares (Rousseeuw & Van Driessen 2006), with an exact GP as the regression:
     Of ``starts`` random starts keep the final subset of highest log marginal likelihood.
 
 A few random points are likely to come from one function, and a subset grown from them by residuals follows that
-function. Subsets started from h random points instead mix the functions and stay mixed: on two balanced curves
-(30 + 30 points on the curves of tests/test_dagp.py) 1 of 12 such searches ended on one curve, against 11 of 12 forward
-searches. On the cart-pole both start well: 80-86 % of the first subset is one system either way, and DAGP's
-training takes it to 88-93 % (kaiser_dagp_cartpole.py).
+function. Subsets started from h random points instead mix the functions and stay mixed (on two balanced curves, as
+in tests/test_dagp.py, most such searches end on a mixture, most forward searches on one curve).
 ``peel`` applies it K - 1 times, each time to the points not yet taken, with h the remaining count divided by the
 functions left, so every function gets an equal share (a default: the mixing weights are unknown).
-Cost: O(h^3) per Adam step; 27 s for the cart-pole's h = 500 with 4 starts on one core.
+Cost: O(h^3) per Adam step.
+
+A fitting procedure, so it lives in ``inference/``. It keeps its own small Adam ML-II step (``fit_se_ml2``) instead of
+calling ``inference.run`` with the ``ml2`` engine: one search runs thousands of tiny warm-started fits on subsets whose
+size changes from step to step, all inside one compiled ``lax.map`` over starts; a call through ``inference.run`` per
+fit would leave the compiled program and recompile per subset size.
 """
 
 from functools import partial
@@ -28,13 +31,41 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 
 from zoo import gp
+from zoo.kernels import SquaredExponential
 
 Array = Any
 START_SIZE = 2
 CONCENTRATION_STEPS = 3
-HYPER_STEPS = 100  # Adam steps (gp.fit_se_ml2) of each type-II ML fit, warm-started from the previous subset's
+HYPER_STEPS = 100  # Adam steps (fit_se_ml2) of each type-II ML fit, warm-started from the previous subset's
+LEARNING_RATE = 0.05
+
+
+def se_from_log(log_params: Array) -> tuple[SquaredExponential, Array]:
+    """(SE kernel, noise variance) from [log signal variance, log noise variance, log lengthscales (D,)]."""
+    return SquaredExponential(jnp.exp(log_params[0]), jnp.exp(log_params[2:])), jnp.exp(log_params[1])
+
+
+def fit_se_ml2(log_params: Array, X: Array, y: Array, num_steps: int, learning_rate: float = LEARNING_RATE) -> Array:
+    """Type-II ML of an SE kernel and Gaussian noise on (X (N, D), y (N,)): ``num_steps`` Adam steps on the log
+    hyperparameters ``log_params`` (D + 2,), laid out as in ``se_from_log``, from the given start. Adam with a fixed
+    step count rather than L-BFGS: each step costs exactly one N x N factorisation (a line search multiplies that),
+    and the search needs a ranking of the points, not a converged optimum."""
+
+    def negative_evidence(p):
+        kernel, noise = se_from_log(p)
+        return -gp.log_marginal_likelihood(kernel, X, y, noise)
+
+    solver = optax.adam(learning_rate)
+
+    def step(carry, _):
+        p, state = carry
+        updates, state = solver.update(jax.grad(negative_evidence)(p), state, p)
+        return (optax.apply_updates(p, updates), state), None
+
+    return jax.lax.scan(step, (log_params, solver.init(log_params)), None, length=num_steps)[0][0]
 
 
 def subset_sizes(h: int) -> list[int]:
@@ -49,10 +80,10 @@ def subset_sizes(h: int) -> list[int]:
 def best_subset(key, X: Array, y: Array, h: int, starts: int) -> Array:
     """Indices (h,) of the h points of (X (n, D), y (n,)) best explained by one GP (module docstring). y on a unit
     scale: the first subset is chosen with unit variance and lengthscales and noise variance 0.1."""
-    initial = jnp.concatenate([jnp.array([0.0, jnp.log(0.1)]), jnp.zeros(X.shape[1])])  # layout of gp.se_from_log
+    initial = jnp.concatenate([jnp.array([0.0, jnp.log(0.1)]), jnp.zeros(X.shape[1])])  # layout of se_from_log
 
     def grown(subset, log_params, size):
-        kernel, noise = gp.se_from_log(log_params)
+        kernel, noise = se_from_log(log_params)
         mean = gp.predict(kernel, X[subset], y[subset], noise, X, full_cov=False).mean
         return jnp.argsort(jnp.abs(y - mean))[:size]
 
@@ -62,10 +93,10 @@ def best_subset(key, X: Array, y: Array, h: int, starts: int) -> Array:
         if len(sizes) > 1:  # too few points to fit hyperparameters to: the first step uses the initial ones
             subset = grown(subset, log_params, sizes[1])
         for size in sizes[2:] + [h] * CONCENTRATION_STEPS:
-            log_params = gp.fit_se_ml2(log_params, X[subset], y[subset], HYPER_STEPS)
+            log_params = fit_se_ml2(log_params, X[subset], y[subset], HYPER_STEPS)
             subset = grown(subset, log_params, size)
-        log_params = gp.fit_se_ml2(log_params, X[subset], y[subset], HYPER_STEPS)
-        kernel, noise = gp.se_from_log(log_params)
+        log_params = fit_se_ml2(log_params, X[subset], y[subset], HYPER_STEPS)
+        kernel, noise = se_from_log(log_params)
         return subset, gp.log_marginal_likelihood(kernel, X[subset], y[subset], noise)
 
     subsets, evidence = jax.lax.map(from_start, jax.random.split(key, starts))
