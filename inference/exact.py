@@ -21,7 +21,7 @@ def conjugate_sampler(view, num_chains: int, num_samples: int):
         eps = jax.random.normal(key, (num_chains, num_samples, posterior.mean.shape[0]))
         draws = posterior.mean + eps @ L.T
         sites = jax.vmap(jax.vmap(posterior.to_sites))(draws)
-        return sites, posterior.log_evidence
+        return sites, posterior.log_evidence, jnp.full(num_chains, posterior.jitter)
 
     return jax.jit(sample)
 
@@ -34,5 +34,8 @@ def conjugate_sampler(view, num_chains: int, num_samples: int):
 )
 def exact(spec, dataset, key, timer, **options) -> EngineOutput:
     sample = conjugate_sampler(spec.views["conjugate"], options["num_chains"], options["num_samples"])
-    posterior, log_evidence = timer.call(sample, key, options["params"], observed_args(dataset))
-    return EngineOutput(posterior=posterior, log_evidence=float(log_evidence), num_lik_evals=1)
+    posterior, log_evidence, jitter = timer.call(sample, key, options["params"], observed_args(dataset))
+    # point estimate ``jitter``: what the model added to a covariance diagonal (0 when none; ConjugatePosterior)
+    return EngineOutput(
+        posterior=posterior, point_estimates={"jitter": jitter}, log_evidence=float(log_evidence), num_lik_evals=1
+    )

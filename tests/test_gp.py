@@ -17,7 +17,7 @@ NOISE = 0.05
 
 def test_predict_matches_dense_inverse_formulas():
     Xs = jnp.linspace(-3, 3, 7)[:, None] * jnp.ones((1, 2))
-    Ky = np.asarray(gp.add_jitter(KERNEL(X) + NOISE * jnp.eye(25)))
+    Ky = np.asarray(KERNEL(X) + NOISE * jnp.eye(25))  # predict adds no jitter where K + noise I factorises
     Ks, Kss = np.asarray(KERNEL(X, Xs)), np.asarray(KERNEL(Xs))
     mean = Ks.T @ np.linalg.solve(Ky, np.asarray(y))
     cov = Kss - Ks.T @ np.linalg.solve(Ky, Ks)
@@ -29,7 +29,7 @@ def test_predict_matches_dense_inverse_formulas():
 
 
 def test_log_marginal_likelihood_matches_scipy():
-    Ky = np.asarray(gp.add_jitter(KERNEL(X) + NOISE * jnp.eye(25)))
+    Ky = np.asarray(KERNEL(X) + NOISE * jnp.eye(25))  # predict adds no jitter where K + noise I factorises
     expected = multivariate_normal(np.zeros(25), Ky).logpdf(np.asarray(y))
     np.testing.assert_allclose(gp.log_marginal_likelihood(KERNEL, X, y, NOISE), expected, rtol=1e-10)
 
@@ -59,3 +59,122 @@ def test_small_cholesky_and_solve_match_lapack():
         np.testing.assert_allclose(L, np.linalg.cholesky(np.asarray(A)), rtol=1e-12, atol=1e-12)
         expected = np.linalg.solve(np.asarray(L), np.asarray(b)[..., None])[..., 0]
         np.testing.assert_allclose(gp.small_solve_lower(L, b), expected, rtol=1e-10, atol=1e-12)
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Jitter only where needed, and the kernel-expression family gp/regression against scikit-learn.
+
+import numpyro  # noqa: E402
+import pytest  # noqa: E402
+from sklearn.gaussian_process import GaussianProcessRegressor  # noqa: E402
+from sklearn.gaussian_process import kernels as sk  # noqa: E402
+
+import inference  # noqa: E402
+import zoo  # noqa: E402
+from zoo import kernels  # noqa: E402
+from zoo.errors import OptionError, ZooError  # noqa: E402
+
+
+def test_cholesky_adds_jitter_only_when_the_factorisation_fails_and_says_so():
+    X1 = jnp.linspace(-3.0, 3.0, 40)[:, None]
+    K = SquaredExponential(1.0, 1.0)(X1)  # singular to rounding: the plain factor has NaNs
+    assert bool(jnp.isnan(jnp.linalg.cholesky(K)).any())
+    L, added = gp.cholesky_with_jitter(K)
+    assert float(added) == pytest.approx(gp.JITTER) and not bool(jnp.isnan(L).any())
+    L, added = gp.cholesky_with_jitter(K + 1e-3 * jnp.eye(40))
+    assert float(added) == 0.0
+    np.testing.assert_array_equal(L, jnp.linalg.cholesky(K + 1e-3 * jnp.eye(40)))
+    # Gradients are those of the factor returned, also when the first attempt failed (no NaN leaks in).
+    grad = jax.grad(lambda ls: gp.cholesky_with_jitter(SquaredExponential(1.0, ls)(X1))[0].sum())(1.0)
+    assert np.isfinite(grad)
+    value, added = gp.log_marginal_likelihood(KERNEL, X, y, NOISE, return_jitter=True)
+    assert float(added) == 0.0
+
+
+def _sklearn(kernel):
+    """The scikit-learn kernel with the same hyperparameters (fixed bounds: nothing is optimised)."""
+    kernel = jax.tree_util.tree_map(lambda v: float(np.asarray(v).reshape(-1)[0]), kernel)  # 1-D: scalar values
+    if isinstance(kernel, kernels.Sum):
+        return _sklearn(kernel.left) + _sklearn(kernel.right)
+    if isinstance(kernel, kernels.Product):
+        return _sklearn(kernel.left) * _sklearn(kernel.right)
+    scale = sk.ConstantKernel(float(kernel.variance), "fixed")
+    if isinstance(kernel, kernels.RQ):
+        return scale * sk.RationalQuadratic(float(kernel.lengthscale), float(kernel.alpha), "fixed", "fixed")
+    if isinstance(kernel, kernels.SE):
+        return scale * sk.RBF(float(kernel.lengthscale), "fixed")
+    if isinstance(kernel, kernels.Per):
+        return scale * sk.ExpSineSquared(float(kernel.lengthscale), float(kernel.period), "fixed", "fixed")
+    if isinstance(kernel, (kernels.M12, kernels.M32, kernels.M52)):
+        nu = {kernels.M12: 0.5, kernels.M32: 1.5, kernels.M52: 2.5}[type(kernel)]
+        return scale * sk.Matern(float(kernel.lengthscale), "fixed", nu=nu)
+    if isinstance(kernel, kernels.Lin):  # offset^2 + variance x x' = variance (offset^2 / variance + x x')
+        return scale * sk.DotProduct(float(kernel.offset) / np.sqrt(float(kernel.variance)), "fixed")
+    if isinstance(kernel, kernels.WN):
+        return sk.WhiteKernel(float(kernel.variance), "fixed")
+    raise NotImplementedError(type(kernel))
+
+
+COMPOSITES = {
+    "SE + Per x Lin": kernels.SE(1.3, 0.8) + kernels.Per(0.9, 1.1, 1.7) * kernels.Lin(0.6, 0.4),
+    "RQ": kernels.RQ(1.1, 0.6, 0.8),
+    "M12 + M32 x M52": kernels.M12(0.5, 1.2) + kernels.M32(1.4, 0.7) * kernels.M52(0.8, 2.0),
+    "SE x SE + WN": kernels.SE(1.0, 3.0) * kernels.SE(0.7, 0.5) + kernels.WN(0.01),
+}
+
+
+@pytest.mark.parametrize("noise", [1e-3, 1e-2, 0.3])
+@pytest.mark.parametrize("name", COMPOSITES)
+def test_log_marginal_likelihood_of_composite_kernels_equals_scikit_learn(name, noise):
+    kernel = COMPOSITES[name]
+    rng = np.random.default_rng(0)
+    x = np.sort(rng.uniform(-3.0, 3.0, 30))[:, None]
+    target = np.sin(2 * x[:, 0]) + 0.3 * x[:, 0] + np.sqrt(noise) * rng.standard_normal(30)
+    reference = GaussianProcessRegressor(_sklearn(kernel), alpha=noise, optimizer=None).fit(x, target)
+    ours, added = gp.log_marginal_likelihood(kernel, jnp.asarray(x), jnp.asarray(target), noise, return_jitter=True)
+    assert float(added) == 0.0
+    np.testing.assert_allclose(float(ours), reference.log_marginal_likelihood_value_, rtol=0, atol=1e-8)
+
+
+def test_gp_regression_family_log_likelihood_equals_scikit_learn_at_the_same_hyperparameters():
+    spec = zoo.get("gp/regression", kernel="SE + Per x Lin")
+    rng = np.random.default_rng(1)
+    x = np.sort(rng.uniform(-3.0, 3.0, 25))[:, None]
+    target = np.cos(x[:, 0]) * x[:, 0] + 0.03 * rng.standard_normal(25)
+    params = {
+        "se0_lengthscale": jnp.array([0.9]),
+        "se0_variance": 1.2,
+        "per1_lengthscale": jnp.array([1.1]),
+        "per1_variance": 0.7,
+        "per1_period": 2.2,
+        "lin2_variance": 0.5,
+        "lin2_offset": 0.3,
+        "lin2_location": 0.0,
+        "noise": 1e-3,
+    }
+    assert set(params) == set(spec.default_params)
+    log_likelihood = numpyro.infer.util.log_likelihood
+    ll = log_likelihood(spec.program, params, X=jnp.asarray(x), y=jnp.asarray(target), batch_ndims=0)["y"]
+    kernel, noise = zoo.regression.kernel_and_noise(params, "SE + Per x Lin")
+    reference = GaussianProcessRegressor(_sklearn(kernel), alpha=1e-3, optimizer=None).fit(x, target)
+    np.testing.assert_allclose(float(ll), reference.log_marginal_likelihood_value_, rtol=0, atol=1e-8)
+
+
+def test_default_gp_regression_keeps_its_sites_and_program():
+    spec = zoo.get("gp/regression")
+    assert spec is zoo.get("gp/regression", kernel="SE")
+    assert spec.program is zoo.regression.gp_regression
+    assert dict(spec.default_params) == {"lengthscale": 1.0, "variance": 1.0, "noise": 0.1}
+    with numpyro.handlers.trace() as tr, numpyro.handlers.seed(rng_seed=0):
+        spec.program(X=X)
+    assert [n for n, s in tr.items() if s["type"] == "sample"] == ["lengthscale", "variance", "noise", "y"]
+
+
+def test_bad_kernel_options_fail_before_anything_is_compiled():
+    with pytest.raises(ZooError, match="Did you mean 'Per'"):
+        zoo.get("gp/regression", kernel="SE x Pre")
+    data = {"X": X, "y": y}  # two input columns
+    with pytest.raises(kernels.KernelError, match="dimension 2"):
+        inference.run(zoo.get("gp/regression", kernel="SE_0 + Per_2"), data, "ml2", 0)
+    with pytest.raises(OptionError, match="se0_lengthscale"):
+        inference.run(zoo.get("gp/regression", kernel="SE + SE"), data, "ml2", 0, params={"se0_lengthscale": -1.0})

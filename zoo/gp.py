@@ -5,8 +5,10 @@ eqs. 3.7, 4.6-4.14, 6.2; Kaiser 2021, eqs. 2.41-2.49 (docs/sources/franzese.md#g
 docs/sources/kaiser.md#gp-regression).
 """
 
+from functools import partial
 from typing import Any, NamedTuple
 
+import jax
 import jax.numpy as jnp
 from jax.scipy.linalg import cho_solve, solve_triangular
 
@@ -24,8 +26,41 @@ def add_jitter(K: Array, jitter: float = JITTER) -> Array:
 
 
 def cholesky(K: Array, jitter: float = JITTER) -> Array:
-    """Lower Cholesky factor of K plus relative jitter: (n, n)."""
+    """Lower Cholesky factor of K plus relative jitter, always added: (n, n).
+
+    For matrices that are singular up to rounding by construction (K_ZZ of inducing inputs, noise-free prior Grams,
+    GP-SSM transition Grams): the jitter is part of those models. For the exact evidence of a GP with noise use
+    ``cholesky_with_jitter``, which adds jitter only where the factorisation fails.
+    """
     return jnp.linalg.cholesky(add_jitter(K, jitter))
+
+
+@partial(jax.custom_jvp, nondiff_argnums=(1,))
+def cholesky_with_jitter(K: Array, jitter: float = JITTER) -> tuple[Array, Array]:
+    """(L, added): the lower Cholesky factor of K (n, n), without jitter when K factorises, else of
+    K + jitter * mean(diag K) I; ``added`` is the absolute jitter added to the diagonal (0.0 when none).
+
+    Failure is a NaN in the factor (LAPACK's potrf on a matrix that is not numerically positive definite); the retry
+    is a ``lax.cond`` (under ``vmap`` a select of both factors). The derivative is the Cholesky derivative of the
+    factor actually returned (Murray 2016: dL = L Phi(L^-1 dA L^-T)), so a failed first attempt never puts NaN into
+    gradients.
+    """
+    L = jnp.linalg.cholesky(K)
+    failed = jnp.isnan(L).any()
+    L = jax.lax.cond(failed, lambda: jnp.linalg.cholesky(add_jitter(K, jitter)), lambda: L)
+    return L, jnp.where(failed, jitter * jnp.mean(jnp.diagonal(K)), 0.0)
+
+
+@cholesky_with_jitter.defjvp
+def _cholesky_with_jitter_jvp(jitter, primals, tangents):
+    (K,), (dK,) = primals, tangents
+    L, added = cholesky_with_jitter(K, jitter)
+    jittered = added > 0.0
+    d_added = jnp.where(jittered, jitter * jnp.mean(jnp.diagonal(dK)), 0.0)
+    dA = 0.5 * (dK + dK.T) + d_added * jnp.eye(K.shape[-1])
+    inner = solve_triangular(L, solve_triangular(L, dA, lower=True).T, lower=True).T  # L^-1 dA L^-T
+    phi = jnp.tril(inner) - 0.5 * jnp.diag(jnp.diagonal(inner))
+    return (L, added), (L @ phi, d_added)
 
 
 # Tiny matrices (per-particle covariances of low-dimensional SSMs): unrolled in plain jnp so that a batch of N of them
@@ -97,10 +132,15 @@ def linear_gaussian_posterior(
     return posterior, log_evidence
 
 
-def log_marginal_likelihood(kernel: Kernel, X: Array, y: Array, noise_var: Array, mean: Array = 0.0) -> Array:
-    """log N(y | mean, K + noise I) (Franzese eq. 6.2, Kaiser eq. 2.49 negated)."""
+def log_marginal_likelihood(
+    kernel: Kernel, X: Array, y: Array, noise_var: Array, mean: Array = 0.0, return_jitter: bool = False
+) -> Array:
+    """log N(y | mean, K + noise I) (Franzese eq. 6.2, Kaiser eq. 2.49 negated), exact: jitter only if K + noise I
+    does not factorise (``cholesky_with_jitter``). With ``return_jitter`` the pair (value, jitter added)."""
     K = kernel(X) + noise_var * jnp.eye(y.shape[0])
-    return mvn_logpdf_chol(y, jnp.broadcast_to(mean, y.shape), cholesky(K))
+    L, added = cholesky_with_jitter(K)
+    value = mvn_logpdf_chol(y, jnp.broadcast_to(mean, y.shape), L)
+    return (value, added) if return_jitter else value
 
 
 def predict(
@@ -110,7 +150,7 @@ def predict(
 
     Returns mean (m,) and covariance (m, m), or the variances (m,) when ``full_cov`` is False.
     """
-    L = cholesky(kernel(X) + noise_var * jnp.eye(y.shape[0]))
+    L = cholesky_with_jitter(kernel(X) + noise_var * jnp.eye(y.shape[0]))[0]
     Ks = kernel(X, X_new)
     alpha = cho_solve((L, True), y)
     V = solve_triangular(L, Ks, lower=True)

@@ -209,10 +209,12 @@ class ConjugatePosterior:
     """The ``conjugate`` view's answer: a Gaussian posterior over a flat latent vector v.
 
     mean (d,), cov (d, d); ``to_sites(v)`` maps one draw of v to the model's latent sites (e.g. z and f);
-    ``log_evidence`` is log p(observed | params).
+    ``log_evidence`` is log p(observed | params); ``jitter`` the absolute jitter the model added to a prior
+    covariance's diagonal to factorise it (0.0 when none), so that the evidence is that of the jittered model.
     """
 
     mean: Any
     cov: Any
     to_sites: Callable[[Any], dict[str, Any]]
     log_evidence: Any
+    jitter: Any = 0.0

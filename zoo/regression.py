@@ -3,6 +3,9 @@ docs/sources/franzese.md#blr, docs/sources/franzese.md#gp-regression, docs/sourc
 
 Sites: ``lengthscale`` (D,), ``variance`` = sigma_v^2, ``noise`` = sigma_n^2 (a variance: the prior is on the
 variance, docs/sources/franzese.md#conventions), latent ``z``/``f`` in the latent form, weights ``w`` in BLR.
+``gp/regression`` is a family with one option, ``kernel``: an expression of the kernel grammar (``"SE x Per + RQ"``,
+``zoo.kernels.parse``; docs/sources/duvenaud.md#grammar) whose hyperparameters all get sample sites with priors
+(``zoo.kernels.priors``); the default ``"SE"`` is the SE-ARD model with the sites above.
 """
 
 from functools import partial
@@ -12,10 +15,11 @@ import jax.numpy as jnp
 import numpyro
 import numpyro.distributions as dist
 
-from zoo import gp
+from zoo import gp, kernels
 from zoo.data.regression import linear_design, noisy_sine
-from zoo.kernels import SquaredExponential
-from zoo.registry import ConjugatePosterior, Dataset, ModelSpec, frozen, positive_int, register
+from zoo.kernels import Kernel, SquaredExponential
+from zoo.options import Option
+from zoo.registry import ConjugatePosterior, Dataset, ModelSpec, frozen, positive_int, register, register_family
 
 BLR_PRIOR_SCALE = 1.0  # w ~ N(0, I): Franzese eq. 2.17 with Sigma_p = I (docs/sources/franzese.md#blr)
 
@@ -55,29 +59,38 @@ def default_priors() -> dict[str, dist.Distribution]:
     }
 
 
-def _hyperparameters(D: int, priors: dict[str, dist.Distribution]):
-    lengthscale = numpyro.sample("lengthscale", priors["lengthscale"].expand([D]).to_event(1))
-    variance = numpyro.sample("variance", priors["variance"])
+def _hyperparameters(D: int, priors: dict[str, dist.Distribution], kernel: Kernel | None = None):
+    """(kernel with sampled hyperparameters, noise variance): the kernel's sites (``zoo.kernels.sample_sites``; for
+    the plain SE ``lengthscale`` (D,) and ``variance``), then ``noise``."""
+    kernel = kernels.sample_sites(SquaredExponential() if kernel is None else kernel, D, priors)
     noise = numpyro.sample("noise", priors["noise"])
-    return SquaredExponential(variance, lengthscale), noise
+    return kernel, noise
 
 
-def gp_regression(X, y=None, priors=None):
+def gp_regression(X, y=None, priors=None, kernel: Kernel | None = None):
     """GP regression with f integrated out: y ~ N(0, K + sigma_n^2 I) (Franzese eq. 3.4 / 6.2).
 
-    SE-ARD kernel; priors LogNormal(0, 1) on lengthscales and signal variance, LogNormal(-2, 1) on the noise
-    variance (docs/sources/franzese.md#gp-priors). X: (N, D), y: (N,).
+    ``kernel``: the structure (default SE-ARD); every hyperparameter is a sample site. Priors LogNormal(0, 1) on
+    lengthscales and variances (and the other positive hyperparameters), LogNormal(-2, 1) on the noise variance
+    (docs/sources/franzese.md#gp-priors, docs/sources/duvenaud.md#kernel-priors). The covariance is factorised
+    without jitter unless that fails (``gp.cholesky_with_jitter``), so the log density is the exact evidence.
+    X: (N, D), y: (N,).
     """
-    kernel, noise = _hyperparameters(X.shape[1], priors or default_priors())
-    L = gp.cholesky(kernel(X) + noise * jnp.eye(X.shape[0]))
+    if kernel is not None:
+        kernels.validate_inputs(kernel, X.shape[1])
+    kern, noise = _hyperparameters(X.shape[1], priors or default_priors(), kernel)
+    L, _ = gp.cholesky_with_jitter(kern(X) + noise * jnp.eye(X.shape[0]))
     numpyro.sample("y", dist.MultivariateNormal(jnp.zeros(X.shape[0]), scale_tril=L), obs=y)
 
 
-def kernel_and_noise(estimates) -> tuple[SquaredExponential, jax.Array]:
-    """(SE kernel, noise variance) of gp/regression's sites in ``estimates`` (e.g. one chain of an ``ml2`` result's
-    point estimates): ``lengthscale`` (D,), ``variance``, ``noise``."""
-    value = {name: jnp.asarray(estimates[name]) for name in ("lengthscale", "variance", "noise")}
-    return SquaredExponential(value["variance"], value["lengthscale"]), value["noise"]
+def kernel_and_noise(estimates, kernel: "Kernel | str" = "SE") -> tuple[Kernel, jax.Array]:
+    """(kernel, noise variance) of gp/regression's sites in ``estimates`` (e.g. one chain of an ``ml2`` result's
+    point estimates), for the variant built with ``kernel`` (default SE: ``lengthscale`` (D,), ``variance``)."""
+    template = kernels.parse(kernel) if isinstance(kernel, str) else kernel
+    names = [*kernels.site_names(template), "noise"]
+    value = {name: jnp.asarray(estimates[name]) for name in names}
+    fitted = kernels.with_values(template, value, D=0)
+    return fitted, value["noise"]
 
 
 def gp_regression_latent(X, y=None):
@@ -96,9 +109,11 @@ def gp_regression_latent(X, y=None):
 def gp_latent_conjugate(params, X, y) -> ConjugatePosterior:
     """z | y ~ N with y = L z + eps; f = L z then has mean K (K + s2 I)^-1 y (Franzese eqs. 4.6-4.7)."""
     kernel = SquaredExponential(params["variance"], params["lengthscale"])
-    L = gp.cholesky(kernel(X))
+    K = kernel(X)
+    L = gp.cholesky(K)  # the program's f = L z: K + jitter is part of this model (K alone is singular to rounding)
     post, log_evidence = gp.linear_gaussian_posterior(jnp.eye(X.shape[0]), L, y, params["noise"])
-    return ConjugatePosterior(post.mean, post.cov, lambda z: {"z": z, "f": L @ z}, log_evidence)
+    jitter = gp.JITTER * jnp.mean(jnp.diagonal(K))
+    return ConjugatePosterior(post.mean, post.cov, lambda z: {"z": z, "f": L @ z}, log_evidence, jitter)
 
 
 def simulate_regression(key, n: int = 40, d: int = 1, n_test: int = 100) -> Dataset:
@@ -157,18 +172,38 @@ register(
         views=frozen({"conjugate": blr_conjugate}),
     )
 )
-register(
-    ModelSpec(
+GP_SOURCE = (
+    "Franzese 2024, ch. 4, ch. 5 (kernels) and eq. 6.2; Kaiser 2021, sec. 2.4 (eqs. 2.39-2.49); "
+    "Duvenaud 2014, ch. 2-3 and App. B (kernel grammar)"
+)
+KERNEL_OPTION = Option("str", "SE", "kernel expression of the grammar, e.g. 'SE x Per + RQ' or 'SE_0 + Lin_1'")
+
+
+@register_family(
+    "gp/regression",
+    {"kernel": KERNEL_OPTION},
+    "GP regression, f integrated out, kernel given by a grammar expression (default SE-ARD); priors on all hypers",
+    GP_SOURCE,
+)
+def _gp_regression(kernel: str) -> ModelSpec:
+    template = kernels.parse(kernel)
+    if template == SquaredExponential():
+        program, defaults = gp_regression, GP_DEFAULTS  # the plain SE: today's sites, program and defaults
+    else:
+        program = partial(gp_regression, kernel=template)
+        defaults = frozen({**kernels.default_values(template), "noise": GP_DEFAULTS["noise"]})
+    return ModelSpec(
         name="gp/regression",
-        summary="GP regression (SE-ARD), f integrated out; priors on lengthscales, signal and noise variance",
-        source="Franzese 2024, ch. 4 and eq. 6.2; Kaiser 2021, sec. 2.4 (eqs. 2.39-2.49)",
-        program=gp_regression,
+        summary=f"GP regression with kernel {template}, f integrated out; priors on every hyperparameter",
+        source=GP_SOURCE,
+        program=program,
         simulate=simulate_regression,
         data_shapes=REGRESSION_SHAPES,
-        default_params=GP_DEFAULTS,
+        default_params=defaults,
         capabilities=frozenset({"continuous", "collapsed"}),
     )
-)
+
+
 register(
     ModelSpec(
         name="gp/regression-latent",

@@ -117,6 +117,20 @@ class Kernel:
     def __str__(self) -> str:
         return self.SYMBOL
 
+    # -- as a model component (zoo.kernels.priors) ---------------------------------------------------------------
+
+    def sample_sites(self, D: int, priors: Any = None, prefix: str = "") -> "Kernel":
+        """This kernel with every hyperparameter drawn from a NumPyro sample site (``zoo.kernels.sample_sites``)."""
+        from zoo.kernels.priors import sample_sites
+
+        return sample_sites(self, D, priors, prefix)
+
+    def num_params(self, D: int = 1) -> int:
+        """Free parameters for BIC, redundant product scales not counted (``zoo.kernels.num_params``)."""
+        from zoo.kernels.priors import num_params
+
+        return num_params(self, D)
+
     def input_dims(self, D: int) -> int:
         """How many input columns this kernel's own hyperparameters see when the data have D."""
         return D
