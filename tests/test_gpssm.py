@@ -145,10 +145,13 @@ def kink_data():
 @pytest.mark.parametrize("mean", ["zero", "identity", "linear"])
 def test_ar1_gp_through_ml2_reproduces_the_old_adam_fit(kink_data, mean):
     """The AR1-GP (M13) as gp/regression under ml2 (Adam, lr 0.05, 150 steps, from [var(r), var(r) / 10,
-    std(X, 0) + 1e-3]) equals the numbers recorded from the former in-zoo Adam loop: same arithmetic up to rounding."""
+    std(X, 0) + 1e-3]) equals the numbers recorded from the former in-zoo Adam loop: same arithmetic, except that
+    gp/regression no longer adds 1e-6 x mean-diagonal jitter where K + noise I factorises (zoo.gp.cholesky_with_jitter):
+    the noise variance absorbs the removed jitter (measured: up to 1.5e-5 relative), the others move less (2.3e-6)."""
     fit = ar1.fit_ar1_gp(kink_data.observed, mean)
     for name, expected in AR1_REFERENCE["fits"][mean].items():
-        np.testing.assert_allclose(getattr(fit, name), expected, rtol=1e-8, atol=1e-12, err_msg=name)
+        rtol = 5e-5 if name == "noise_var" else 1e-5
+        np.testing.assert_allclose(getattr(fit, name), expected, rtol=rtol, atol=1e-12, err_msg=name)
 
 
 def test_simulate_selects_no_pseudo_inputs_but_engines_get_them(kink_data):
