@@ -221,7 +221,7 @@ def engine_learner(engine: str, needs_start: bool = False):
         extra = {}
         if needs_start:
             observed = problem.dataset.observed
-            extra["params"] = problem.spec.views["gp_ssm"].initial_params(observed)
+            extra["params"] = ar1.initial_params(problem.spec.views["gp_ssm"], observed)
         idata = inference.run(problem.spec, problem.dataset, engine=engine, seed=seed, **options, **extra)
         return _learnt_from(problem, _engine_params(idata, PARAM_NAMES), idata)
 
@@ -230,7 +230,7 @@ def engine_learner(engine: str, needs_start: bool = False):
 
 def train_pmcmc(problem: Problem, options: dict, seed: int) -> Learnt:
     """Particle Gibbs from the AR1-GP start; the posterior is summarised by PMCMC_DRAWS thinned draws."""
-    start = problem.spec.views["gp_ssm"].initial_params(problem.dataset.observed)
+    start = ar1.initial_params(problem.spec.views["gp_ssm"], problem.dataset.observed)
     idata = inference.run(
         problem.spec, problem.dataset, engine="pmcmc", seed=seed, num_chains=1, params=start, **options
     )
