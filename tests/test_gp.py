@@ -178,3 +178,29 @@ def test_bad_kernel_options_fail_before_anything_is_compiled():
         inference.run(zoo.get("gp/regression", kernel="SE_0 + Per_2"), data, "ml2", 0)
     with pytest.raises(OptionError, match="se0_lengthscale"):
         inference.run(zoo.get("gp/regression", kernel="SE + SE"), data, "ml2", 0, params={"se0_lengthscale": -1.0})
+
+
+@pytest.mark.parametrize(
+    "engine,options",
+    [
+        ("ml2", {}),
+        ("svi", {"num_steps": 50, "num_chains": 1}),
+        ("nuts", {"num_chains": 1, "num_warmup": 20, "num_samples": 10}),
+        ("tsmc", {"num_particles": 8}),
+    ],
+)
+def test_a_composite_kernel_runs_under_every_engine_of_a_collapsed_model(engine, options):
+    spec = zoo.get("gp/regression", kernel="SE x Per + Lin")
+    data = spec.simulate(jax.random.key(0), n=12)
+    result = inference.run(spec, data, engine, 0, **options)
+    group = result.point_estimates if engine in ("ml2", "svi") else result.posterior
+    assert {"se0_lengthscale", "per1_period", "lin2_location", "noise"} <= set(group.data_vars)
+    assert all(np.isfinite(group[name]).all() for name in group.data_vars)
+
+
+def test_the_exact_engine_reports_the_jitter_of_the_latent_gp():
+    spec = zoo.get("gp/regression-latent")
+    data = spec.simulate(jax.random.key(0), n=10)
+    result = inference.run(spec, data, "exact", 0, num_chains=2, num_samples=5)
+    jitter = np.asarray(result.point_estimates["jitter"])
+    np.testing.assert_allclose(jitter, gp.JITTER * 1.0)  # default variance 1: 1e-6 x mean diagonal
