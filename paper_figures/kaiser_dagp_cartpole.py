@@ -59,7 +59,8 @@ def settings(quick: bool) -> dict:
     if quick:
         return {"runs": 1, "n_train": 100, "n_test": 500, "m": 20, "steps": 300, "lr": 0.01, "dagp": ("DAGP", "DAGP 2")}
     # Published: 10 runs. Per run on one core of our 2-core machine: DAGP 2 min, DAGP 2 4 min, DAGP 3 7.5 min, the
-    # three baselines 1.3 min. The full run keeps every finished (run, model) and resumes (``_cache.cached``).
+    # three baselines 1.3 min. The full run keeps every finished (run, model) and resumes
+    # (``inference.files.resumable.cached``).
     return {
         "runs": 10,
         "n_train": 500,
@@ -225,7 +226,8 @@ def ours_for(published_model: str, column: str, summary) -> str:
 
 def run_unit(seed: int, unit: str, s: dict, folder: Path | None) -> tuple[tuple[list[dict], dict], float]:
     """One run's unit of work -- a DAGP variant (``run_dagp``) or "GPR" (``run_baselines``) -- as (rows, per-run
-    quantities) and its wall time (s), kept in ``folder`` (``_cache.cached``; None: always recompute). Independent
+    quantities) and its wall time (s), kept in ``folder`` (``inference.files.resumable.cached``; None: always
+    recompute). Independent
     units may run in separate processes on the same folder; ``main`` then only collects them."""
     key = (sorted((k, v) for k, v in s.items() if k != "dagp"), GPR_CONFIG if unit == "GPR" else DAGP_CONFIGS[unit])
     compute = partial(run_baselines, seed, s) if unit == "GPR" else partial(run_dagp, seed, unit, s)

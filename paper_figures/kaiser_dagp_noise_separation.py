@@ -56,7 +56,8 @@ def settings(quick: bool) -> dict:
 
 
 def run_unit(seed: int, rate: float, s: dict, folder: Path | None) -> tuple[tuple[dict, tuple], float]:
-    """``run_rate`` on data set ``seed`` and its wall time (s), kept in ``folder`` (``_cache.cached``; None: always
+    """``run_rate`` on data set ``seed`` and its wall time (s), kept in ``folder``
+    (``inference.files.resumable.cached``; None: always
     recompute). Units may run in separate processes on the same folder; ``main`` then only collects them."""
     key = (sorted(s.items()), dagp.NOISE_SEPARATION)
     return cached(folder, f"seed{seed}-rate{rate:.1f}", key, partial(run_rate, seed, rate, s))
