@@ -473,8 +473,7 @@ def main(quick: bool, out: Path) -> None:
 
 def cached_row(folder: Path | None, problem: Problem, sizes: dict, method: str, options: dict, repeat: int):
     """``run_once``'s row and its wall time (s), kept in ``folder`` (``inference.files.resumable.cached``) under the
-    system, method,
-    repeat and a hash of the sizes and options, so an interrupted full run resumes where it stopped."""
+    system, method, repeat and a hash of the sizes and options, so an interrupted full run resumes where it stopped."""
     key = (problem.name, sorted(sizes.items()), method, sorted(options.items()))
     return cached(folder, f"{problem.name}-{method}-{repeat}", key, lambda: run_once(problem, method, options, repeat))
 
