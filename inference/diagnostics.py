@@ -5,6 +5,7 @@ ESS and R-hat are ArviZ's for every engine (NumPyro's ``n_eff`` differs).
 """
 
 import os
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
@@ -19,8 +20,13 @@ from zoo.registry import Dataset
 def to_inference_data(output: Any, dataset: Dataset, attrs: Mapping[str, Any]) -> az.InferenceData:
     """InferenceData with groups posterior, sample_stats, observed_data and, for learning engines,
     point_estimates (chain, ...) and optimization traces (chain, step). ``attrs`` go on every group."""
+    with warnings.catch_warnings():
+        # Point-estimate engines (ml2, nigp, ...) return one draw per chain, which ArviZ warns about as a likely
+        # mix-up of the chain and draw axes; here the layout is (chain, draw) by contract.
+        warnings.filterwarnings("ignore", message="More chains", category=UserWarning)
+        posterior = az.dict_to_dataset(_numpy(output.posterior), attrs=dict(attrs))
     groups = {
-        "posterior": az.dict_to_dataset(_numpy(output.posterior), attrs=dict(attrs)),
+        "posterior": posterior,
         "observed_data": az.dict_to_dataset(
             _numpy(dataset.observed), attrs=dict(attrs), default_dims=[], index_origin=0
         ),
