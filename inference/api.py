@@ -182,6 +182,7 @@ def run(
     Raises ZooError subclasses for unknown names, engines that do not fit, bad data or options.
     """
     from inference import diagnostics
+    from inference.ar1 import prepare  # ar1 fits through run itself
 
     spec = zoo.get(model)
     chosen = get_engine(engine)
@@ -196,7 +197,8 @@ def run(
         raise OptionError(f"seed must be a non-negative integer, got {seed!r}")
     opts = validate_options(chosen, options)
     data_key, engine_key = jax.random.split(jax.random.key(int(seed)))
-    dataset = spec.validate(spec.simulate(data_key) if data is None else data)
+    # A model's data-preparation step (the GP-SSMs' pseudo-inputs, chosen by a fit: docs/architecture.md#gp-ssm-view)
+    dataset = spec.validate(prepare(spec, spec.simulate(data_key) if data is None else data))
     if "params" in opts:
         opts["params"] = resolve_params(spec, dataset, opts["params"])
 

@@ -173,7 +173,6 @@ def test_simulate_selects_no_pseudo_inputs_but_engines_get_them(kink_data):
     assert idata.point_estimates["pseudo_targets"].shape == (1, 1, 5)
 
 
-@pytest.mark.xfail(strict=True, reason="inference.run does not call inference.ar1.prepare yet (inference/api.py)")
 def test_run_gives_simulated_data_their_pseudo_inputs():
     """``inference.run`` on simulated data (data=None) prepares them: the engine sees the model's pseudo-inputs."""
     idata = inference.run(SMALL_KINK, engine="direct", num_steps=2, num_samples=2)

@@ -29,9 +29,8 @@ them in its ``"pseudo_inputs"`` view (a ``PseudoInputRule``: ``num_pseudo``, the
 mean), and ``inference.ar1.with_pseudo_inputs(spec, dataset)`` (the AR1-GP by the ``ml2`` engine, then
 ``select_pseudo_inputs``) returns the dataset with ``pseudo_inputs`` in ``observed`` and ``test``.
 ``inference.ar1.prepare(spec, data)`` applies it when the model has the view and the data lack pseudo-inputs;
-``inference.run`` is to apply it to the data before validation (pending in ``inference/api.py``; until then callers
-call it, and ``run`` on simulated data raises the DataError for the missing ``pseudo_inputs``). Data given with their
-own ``pseudo_inputs`` are used as they are.
+``inference.run`` applies it to the data before validation, so simulated data reach every engine complete. Data
+given with their own ``pseudo_inputs`` are used as they are.
 Likewise the direct method's AR1-GP initialisation: the ``gp_ssm`` view's ``initial_params(observed, fit)`` is pure,
 and the engines pass it the fit of ``inference.ar1.fit_ar1_gp`` (``inference.ar1.initial_params``).
 """
