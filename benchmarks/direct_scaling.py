@@ -1,4 +1,5 @@
-"""Time of one direct-method NLML + gradient evaluation vs state dimension D (McHutchon Fig 3.14, notes E3.2).
+"""Time of one direct-method NLML + gradient evaluation vs state dimension D (McHutchon Fig 3.14, E3.2:
+docs/sources/mchutchon.md#experiments).
 
 Setting of the thesis: 10 pseudo-points, one 20-step trajectory, D = 1..10, random GP systems (M14). The thesis
 reports the cost as ~quadratic in D and extrapolates full training (20 trajectories x 20 steps x 750 iterations) to

@@ -2,15 +2,15 @@
 
 Usage: ``python -m benchmarks.kink_latent_density [--trajectories 20] [--particles 100] [--samples 1000]``.
 
-Setup: kink trajectories of 20 steps (``zoo.data.ssm_systems.kink``, assumed formula and noise split, notes sec. 5
-item 1) and the sparse GP-SSM ``gpssm/sparse`` at fixed parameters close to the truth (``zoo.data.kink_fixtures``:
-15 pseudo-inputs on [-3, 6] with pseudo-targets f(X~), signal variance 9, lengthscale 1, the true process and
-observation noise) -- the same fixture as ``tests/test_gpssm.py``. Both E-steps see the same model, so the difference
-is the posterior approximation: ADS (Gaussian assumed-density smoother) vs PGAS draws (``num_warmup`` = 10 % of the
-samples discarded, notes ambiguity 13). Score: mean over observed steps of log p(x*_t) under (a) a per-step
-Gaussian fit of the PGAS draws (what Table 3.2 compares with for the EP methods) and (b) a per-step Gaussian KDE of
-the draws (keeps the bimodality the thesis shows in Fig. 3.32); ADS's own Gaussian marginals. Thesis (one
-trajectory): ADS 0.31, PGAS 0.96 per point.
+Setup: kink trajectories of 20 steps (``zoo.data.ssm_systems.kink``, assumed formula and noise split,
+docs/sources/mchutchon.md#kink) and the sparse GP-SSM ``gpssm/sparse`` at fixed parameters close to the truth
+(``zoo.data.kink_fixtures``: 15 pseudo-inputs on [-3, 6] with pseudo-targets f(X~), signal variance 9, lengthscale 1,
+the true process and observation noise) -- the same fixture as ``tests/test_gpssm.py``. Both E-steps see the same model,
+so the difference is the posterior approximation: ADS (Gaussian assumed-density smoother) vs PGAS draws (``num_warmup``
+= 10 % of the samples discarded, docs/sources/mchutchon.md#pgas). Score: mean over observed steps of log p(x*_t) under
+(a) a per-step Gaussian fit of the PGAS draws (what Table 3.2 compares with for the EP methods) and (b) a per-step
+Gaussian KDE of the draws (keeps the bimodality the thesis shows in Fig. 3.32); ADS's own Gaussian marginals. Thesis
+(one trajectory): ADS 0.31, PGAS 0.96 per point.
 """
 
 import argparse

@@ -1,4 +1,5 @@
-"""NUTS and HMC via BlackJAX on a NumPyro program (DESIGN.md section 5: checked against conjugate answers).
+"""NUTS and HMC via BlackJAX on a NumPyro program (checked against conjugate answers:
+docs/architecture.md#exactness).
 
 The program's potential on NumPyro's unconstrained space (log-Jacobian included) is BlackJAX's log density.
 Per chain: window adaptation (step size and mass matrix), then a ``lax.scan`` of kernel steps; chains are

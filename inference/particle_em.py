@@ -5,7 +5,8 @@ E-step: ``num_samples`` PGAS sweeps (``inference.pgas``, corrected ancestor weig
 the K observed trajectories; the chain's reference carries over between iterations (the sweeps of iteration j start
 from the last path of iteration j-1, under the new theta), as in PGAS-EM and PSAEM.
 
-Monte Carlo M-step objective (eqs. 3.212-3.215 and 3.230 with the signs of a log density, notes sec. 2.11):
+Monte Carlo M-step objective (eqs. 3.212-3.215 and 3.230 with the signs of a log density;
+docs/sources/mchutchon.md#psaem):
     Q_j(theta) = sum_b w_b log p(x^b_{1:T}, y_{1:T} | theta),     sum_b w_b = 1,
 over a buffer of sampled trajectories x^b (all K observed trajectories each). Steps past a trajectory's end are
 left out of Q (transitions into and emissions at unobserved steps): they do not inform theta, so keeping them
@@ -14,8 +15,8 @@ would only pull theta towards its previous value.
 * ``pgas-em``: w_b = 1/S over the S trajectories of the current E-step only.
 * ``psaem``: Q_j = (1 - gamma_j) Q_{j-1} + gamma_j q_j, i.e. w = gamma^_{kj} / S with gamma^_{kj} = gamma_k
   prod_{l=k+1}^{j} (1 - gamma_l) over every past E-step k (eq. 3.233 with the printed upper limit j-1 of 3.239
-  corrected to j, notes sec. 2.11). Step sizes (not given in the thesis; notes' default): gamma_j = 1 for
-  j <= k0 (``full_steps``: plain PGAS-EM while far from the fixed point), then gamma_j = (j - k0)^-alpha with
+  corrected to j, docs/sources/mchutchon.md#psaem). Step sizes (not given in the thesis; our default): gamma_j = 1
+  for j <= k0 (``full_steps``: plain PGAS-EM while far from the fixed point), then gamma_j = (j - k0)^-alpha with
   alpha = ``step_size_exponent`` = 0.7, so sum gamma = inf and sum gamma^2 < inf (alpha in (0.5, 1]). gamma_1 = 1
   makes the weights sum to one at every j.
 

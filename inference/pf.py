@@ -8,7 +8,7 @@ Two filters, one trajectory at a time (``vmap`` over trajectories and independen
 * fully adapted (McHutchon sec. 3.7, Algorithm 4; Pitt & Shephard 1999): resample by W_{t-1}^i p(y_t | x_{t-1}^i)
   (the view's ``predictive``), propagate with the optimal proposal p(x_t | x_{t-1}, y_t) (``proposal``), after
   which every weight is 1/N; log p(y_t | y_{1:t-1}) ≈ log sum_i W_{t-1}^i p(y_t | x_{t-1}^i) (eq. 3.209).
-  **Printed typos corrected** (notes 2.9, ambiguity 14): Algorithm 4 prints the increment as
+  **Printed typos corrected** (docs/sources/mchutchon.md#particle-filter): Algorithm 4 prints the increment as
   "+ log p(y_t | x_{t-1}^i)" (it is the log of the weighted mean above), and eq. 3.208 omits Sigma_eps from the
   transition variance (the view's predictive/proposal include it).
 
@@ -197,8 +197,8 @@ def linear_gaussian_emission(view: ssm.StateSpaceView, theta: Any, x_ref: Array)
 
 def adapted_initial_step(view: ssm.StateSpaceView, theta: Any, key: jax.Array, y1: Array, num_particles: int):
     """x_1^i ~ p(x_1 | y_1) and the exact log p(y_1) for a Gaussian p(x_1) and a linear-Gaussian emission (the
-    fully adapted first step: McHutchon Algorithm 4, t = 1, "log q(y_1) from the Gaussian prior"; notes
-    ambiguity 13 for PGAS). Returns (particles (N, D), log p(y_1))."""
+    fully adapted first step: McHutchon Algorithm 4, t = 1, "log q(y_1) from the Gaussian prior";
+    docs/sources/mchutchon.md#pgas). Returns (particles (N, D), log p(y_1))."""
     prior = view.initial(theta)
     m0, P0 = prior.mean, prior.covariance_matrix
     mean, cov, log_lik = ssm.condition_on_observation(m0, P0, y1, *linear_gaussian_emission(view, theta, m0))

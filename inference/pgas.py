@@ -1,15 +1,16 @@
 """``pgas``: particle Gibbs with ancestor sampling (Lindsten, Jordan & Schön 2012) on the fully adapted filter
-(McHutchon sec. 3.8, Algorithm 6, with the corrections of notes 2.10 and ambiguity 13).
+(McHutchon sec. 3.8, Algorithm 6, with the corrections of docs/sources/mchutchon.md#pgas).
 
 One sweep of the conditional SMC kernel, given a reference path x'_{1:T} (particle N-1 below):
 
-1. x_1^i ~ p(x_1 | y_1) for i < N-1 (the notes' "better" initialisation, exact for a Gaussian p(x_1) and a
-   linear-Gaussian emission; ``pf.adapted_initial_step``); x_1^{N-1} = x'_1. All weights equal.
+1. x_1^i ~ p(x_1 | y_1) for i < N-1 (better than the thesis's p(x_1), docs/sources/mchutchon.md#pgas; exact for a
+   Gaussian p(x_1) and a linear-Gaussian emission; ``pf.adapted_initial_step``); x_1^{N-1} = x'_1. All weights equal.
 2. for t = 2..T: resampling weights v^j ∝ W_{t-1}^j p(y_t | x_{t-1}^j) (``predictive``); ancestors
    a_t^i ~ Cat(v) for i < N-1 (multinomial, as CSMC requires i.i.d. ancestors); **ancestor sampling** for the
    reference, P(a_t^{N-1} = j) ∝ W_{t-1}^j p(x'_t | x_{t-1}^j) -- the corrected form: Algorithm 6 prints
-   w_t^j p(x'_t | x_{t-1}^j) with the y_t-dependent resampling weight, which counts y_t twice (notes 2.10 d);
-   x_t^i ~ p(x_t | x_{t-1}^{a_t^i}, y_t) (``proposal``) for i < N-1, x_t^{N-1} = x'_t; all weights equal again.
+   w_t^j p(x'_t | x_{t-1}^j) with the y_t-dependent resampling weight, which counts y_t twice
+   (docs/sources/mchutchon.md#pgas); x_t^i ~ p(x_t | x_{t-1}^{a_t^i}, y_t) (``proposal``) for i < N-1,
+   x_t^{N-1} = x'_t; all weights equal again.
 3. b uniform (the final weights are equal under full adaptation; the thesis's "according to w_T" reduces to it);
    the path of particle b is the next reference.
 
@@ -53,7 +54,8 @@ def conditional_smc_sweep(view, theta, key, reference, y, mask, u, num_particles
         log_v = jnp.where(m_t, log_pred, 0.0)  # W_{t-1} uniform under full adaptation
         anc = resampling.multinomial(k_anc, jax.nn.softmax(log_v), N - 1)
         log_as = log_prob_each(lambda x: view.transition(theta, x, u_prev), x_prev, ref_t)
-        anc = jnp.append(anc, jax.random.categorical(k_ref, log_as))  # ancestor sampling, notes 2.10 d corrected
+        # ancestor sampling in its corrected form (module docstring)
+        anc = jnp.append(anc, jax.random.categorical(k_ref, log_as))
         parents = x_prev[anc]
         proposed = sample_each(lambda xp: view.proposal(theta, xp, u_prev, y_t), k_prop, parents)
         blind = sample_each(lambda xp: view.transition(theta, xp, u_prev), k_prop, parents)

@@ -1,5 +1,6 @@
 """``pmcmc``: particle Gibbs over trajectories *and* parameters -- the fully Bayesian GP-SSM of Frigola, Lindsten,
-Schön & Rasmussen 2013 (notes M12), here for state-space views with a Markov transition.
+Schön & Rasmussen 2013 (M12, docs/sources/mchutchon.md#pmcmc-bayes), here for state-space views with a Markov
+transition.
 
 One Gibbs iteration j (Andrieu, Doucet & Holenstein 2010, sec. 2.4.3, with the PGAS kernel of Lindsten, Jordan &
 Schön 2014 in place of plain conditional SMC):

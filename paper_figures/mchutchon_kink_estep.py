@@ -1,12 +1,13 @@
 """McHutchon (2014) E3.3 / E3.7 on the kink: E-steps at fixed parameters -- Tables 3.1 / 3.2, Figs 3.31, 3.32, 3.33.
 
-Score: log density per data point of the TRUE latent states under each smoothing posterior (notes sec. 2.13).
-Methods: ADS (``ads``), MC-EP and IS-EP (``is-ep``, variants mc / is; self-normalised weights, damping 0.5, skip if
-ESS < 1 % of the samples, 4 EP iterations), PGAS (``pgas``, fully adapted CSMC with ancestor sampling; its draws
-summarised per step by a Gaussian fit and by a 3-component 1-D Gaussian mixture fitted by EM, as the thesis did), and
-NUTS on the latent states at the same fixed parameters (``nuts``; the gold standard, Gaussian and mixture fits).
+Score: log density per data point of the TRUE latent states under each smoothing posterior
+(docs/sources/mchutchon.md#evaluation). Methods: ADS (``ads``), MC-EP and IS-EP (``is-ep``, variants mc / is;
+self-normalised weights, damping 0.5, skip if ESS < 1 % of the samples, 4 EP iterations), PGAS (``pgas``, fully adapted
+CSMC with ancestor sampling; its draws summarised per step by a Gaussian fit and by a 3-component 1-D Gaussian mixture
+fitted by EM, as the thesis did), and NUTS on the latent states at the same fixed parameters (``nuts``; the gold
+standard, Gaussian and mixture fits).
 
-Assumptions (stated, not from the thesis): the kink function and noise split of notes sec. 5 item 1
+Assumptions (stated, not from the thesis): the kink function and noise split of docs/sources/mchutchon.md#kink
 (``zoo.data.ssm_systems.kink``), trajectories of 20 steps; the model is the sparse GP-SSM ``gpssm/sparse`` at the
 FIXED parameters of ``zoo/data/kink_fixtures.py`` (15 pseudo-inputs on [-3, 6] with pseudo-targets f(X~),
 signal variance 9, lengthscale 1, the true process and observation noise) -- near the truth, so the comparison is
@@ -60,8 +61,9 @@ from zoo.data.kink_fixtures import PARAMS, PSEUDO_INPUTS
 
 DESCRIPTION = "McHutchon 2014 Tables 3.1/3.2, Figs 3.31-3.33 (E3.3, E3.7): kink E-steps ADS, MC-EP, IS-EP, PGAS, NUTS"
 SEED = 11
-# (process variance, observation variance), total std 0.56 in both (Table 3.6): the zoo's split (notes sec. 5 item 1)
-# and a low-process-noise split under which the smoothing posterior is narrow enough for the kink to matter.
+# (process variance, observation variance), total std 0.56 in both (Table 3.6): the zoo's split
+# (docs/sources/mchutchon.md#kink) and a low-process-noise split under which the smoothing posterior is narrow enough
+# for the kink to matter.
 REGIMES = {"zoo-split": (ssm_systems.KINK_PROCESS_VAR, ssm_systems.KINK_OBS_VAR), "low-process-noise": (0.01, 0.3036)}
 
 

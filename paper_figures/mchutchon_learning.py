@@ -12,14 +12,14 @@ GP-SSM (M10: pseudo-inputs chosen once by the Titsias criterion on the observed 
 ``inference.ar1.with_pseudo_inputs``, docs/sources/mchutchon.md#pseudo-inputs; initialised from the AR1-GP,
 Algorithm 1); all use the thesis's Table 3.4 settings unless stated below.
 
-Assumptions (notes sec. 5): the kink f(x) = x + 1 (x < 4), -4x + 21 (x >= 4) with process/observation variances
-0.2/0.1136 (total std 0.56, Table 3.6); the cart-pole of ``zoo.data.ssm_systems.cartpole`` (random forces, total
-noise stds of Table 3.6 read in state order x, xdot, thetadot, theta; process std 1e-3). 20 training and 20 test
-trajectories of 20 steps (the thesis gives neither count nor length); 20 pseudo-points (kink), 50 (cart-pole). Test
-scores use the TRUE latents and TRUE observation noise (eq. 3.75); multi-step simulation runs over the whole 20-step
-test trajectory from its true start state (horizon not stated) with the known controls. AR1-GP and NIGP regress
-y_t on [y_{t-1}, u_{t-1}] (cart-pole: on the difference y_t - y_{t-1}) and their single noise is the "total" one.
-Ranks (Table 3.7) are over the methods of the thesis's table that we ran (GP, NIGP, Direct, IS-EP-EM, PF,
+Assumptions (docs/sources/mchutchon.md#assumptions): the kink f(x) = x + 1 (x < 4), -4x + 21 (x >= 4) with
+process/observation variances 0.2/0.1136 (total std 0.56, Table 3.6); the cart-pole of ``zoo.data.ssm_systems.cartpole``
+(random forces, total noise stds of Table 3.6 read in state order x, xdot, thetadot, theta; process std 1e-3). 20
+training and 20 test trajectories of 20 steps (the thesis gives neither count nor length); 20 pseudo-points (kink), 50
+(cart-pole). Test scores use the TRUE latents and TRUE observation noise (eq. 3.75); multi-step simulation runs over the
+whole 20-step test trajectory from its true start state (horizon not stated) with the known controls. AR1-GP and NIGP
+regress y_t on [y_{t-1}, u_{t-1}] (cart-pole: on the difference y_t - y_{t-1}) and their single noise is the "total"
+one. Ranks (Table 3.7) are over the methods of the thesis's table that we ran (GP, NIGP, Direct, IS-EP-EM, PF,
 PGAS-EM); a second column ranks all our methods. Timings: ``run_s`` excludes XLA compilation, reported apart; the
 thesis ran Matlab with up to 6 threads, we run on this machine's CPU cores.
 Deviations: PF learning uses ``pf-ml`` with the thesis's path-accumulated Fisher score (Algorithm 4) but Adam

@@ -1,13 +1,14 @@
 """McHutchon (2014) Table 3.3: wall-clock time of the PGAS E-step, particles x sampled trajectories, next to Matlab.
 
-Setup as in the thesis's timing tests (notes 2.15, E3.7): one 20-step trajectory of the 1-D kink, the sparse GP-SSM
-with 10 pseudo-points (``gpssm/sparse``; parameters fixed near the truth: pseudo-inputs on [-3, 6], pseudo-targets
-f(X~), signal variance 9, lengthscale 1, the true noise levels), our ``pgas`` kernel (fully adapted conditional SMC
-with ancestor sampling, notes 2.10). A cell's time is one call of the compiled sampler drawing ``samples`` sweeps
-after a fixed 0 warm-up (compilation timed apart, one compile per cell because the sweep count is static). Cells whose
-predicted time exceeds ``max_cell_s`` are extrapolated linearly in the number of samples from the largest measured
-cell of the same row and marked so. The thesis ran Matlab on a quad-core i7 (up to 6 threads); we run on whatever
-this machine is (2 CPU cores in CI), so the ratio is hardware-dependent. Issue goal: >= 100x faster than the thesis.
+Setup as in the thesis's timing tests (docs/sources/mchutchon.md#settings): one 20-step trajectory of the 1-D kink, the
+sparse GP-SSM with 10 pseudo-points (``gpssm/sparse``; parameters fixed near the truth: pseudo-inputs on [-3, 6],
+pseudo-targets f(X~), signal variance 9, lengthscale 1, the true noise levels), our ``pgas`` kernel (fully adapted
+conditional SMC with ancestor sampling, docs/sources/mchutchon.md#pgas). A cell's time is one call of the compiled
+sampler drawing ``samples`` sweeps after a fixed 0 warm-up (compilation timed apart, one compile per cell because the
+sweep count is static). Cells whose predicted time exceeds ``max_cell_s`` are extrapolated linearly in the number of
+samples from the largest measured cell of the same row and marked so. The thesis ran Matlab on a quad-core i7 (up to 6
+threads); we run on whatever this machine is (2 CPU cores in CI), so the ratio is hardware-dependent. Issue goal: >=
+100x faster than the thesis.
 """
 
 from pathlib import Path

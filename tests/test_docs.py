@@ -3,8 +3,7 @@
 (a) Every ``docs/<path>.md#<anchor>`` citation in the repository's ``.py`` files and ``README.md`` names a file
     that exists and an anchor in it: an explicit ``<a id="...">`` or a GitHub-style heading slug.
 (b) No ``.py`` file cites the documents the project left behind ("DESIGN.md", section references into the seed
-    notes such as ``notes 1.7`` or ``notes sec. 5 item 7``, ``ambiguity 8``), except the files listed in
-    ``PENDING``.
+    notes such as ``notes 1.7`` or ``notes sec. 5 item 7``, ``ambiguity 8``).
 (c) Every relative link inside ``docs/`` resolves, anchors included.
 
 Pure text checks: no JAX, fast.
@@ -20,22 +19,6 @@ DOCS = ROOT / "docs"
 THIS = Path(__file__).resolve()
 SKIP_DIRS = {".git", ".venv", "venv", "__pycache__", "build", "dist", "bench_results", "figures_out", "node_modules"}
 
-# Files still allowed to carry old-style citations: their owners are rewriting them and will apply the mapping to
-# docs/ anchors. This set must shrink to empty; remove a file from it as soon as its citations are converted.
-# A module ``x/y.py`` listed here also covers the package ``x/y/`` it may be split into.
-PENDING = {
-    "benchmarks/direct_scaling.py",
-    "benchmarks/kink_latent_density.py",
-    "inference/nuts.py",
-    "inference/particle_em.py",
-    "inference/pf.py",
-    "inference/pgas.py",
-    "inference/pmcmc.py",
-    "paper_figures/mchutchon_kink_estep.py",
-    "paper_figures/mchutchon_learning.py",
-    "paper_figures/mchutchon_pgas_timing.py",
-    "tests/test_gpssm.py",
-}
 
 CITATION = re.compile(r"(?<![\w/.-])docs/((?:[\w.-]+/)*[\w.-]+\.md)(?:#([\w-]+))?")
 OLD_STYLE = re.compile(
@@ -147,11 +130,6 @@ def test_docs_index_and_source_pages_exist():
         assert (DOCS / page).is_file(), f"docs/{page} is missing"
 
 
-def is_pending(name: str) -> bool:
-    """``name`` (a repository path) is listed in PENDING, directly or as part of a listed module's package."""
-    return name in PENDING or any(name.startswith(module.removesuffix(".py") + "/") for module in PENDING)
-
-
 def test_every_docs_citation_resolves():
     problems = []
     for path in [*repo_files(".py"), ROOT / "README.md"]:
@@ -161,24 +139,17 @@ def test_every_docs_citation_resolves():
     assert not problems, "citations into docs/ that do not resolve:\n" + "\n".join(problems)
 
 
-def test_no_old_style_citations_outside_pending():
+def test_no_old_style_citations():
     problems = []
     for path in repo_files(".py"):
         name = rel(path)
-        if path.resolve() == THIS or is_pending(name):
+        if path.resolve() == THIS:
             continue
         problems += old_style_problems(Path(name), path.read_text(encoding="utf-8"))
     assert not problems, (
         "old-style citations (cite docs/<path>.md#<anchor> or the source's own equation numbers instead):\n"
         + "\n".join(problems)
     )
-
-
-def test_pending_files_exist():
-    missing = sorted(
-        name for name in PENDING if not ((ROOT / name).is_file() or (ROOT / name.removesuffix(".py")).is_dir())
-    )
-    assert not missing, f"remove these from PENDING in tests/test_docs.py, they no longer exist: {missing}"
 
 
 @pytest.mark.parametrize("page", sorted(p.relative_to(DOCS).as_posix() for p in DOCS.rglob("*.md")))

@@ -96,7 +96,8 @@ def test_ads_and_moment_matching_ep_agree(kink_problem):
 
 
 def _direct_on_random_system(D: int):
-    # the thesis protocol: 20 training trajectories of 20 steps (notes sec. 3.2); 10 pseudo-points as in Fig 3.14
+    # the thesis protocol: 20 training trajectories of 20 steps (docs/sources/mchutchon.md#protocol); 10 pseudo-points
+    # as in Fig 3.14
     simulate = partial(ssm_systems.random_gp_system, state_dim=D, num_train=20, num_test=10)
     spec = gpssm.sparse_gpssm_spec(f"test/random-{D}", simulate, D, num_pseudo=10)
     dataset = ar1.with_pseudo_inputs(spec, spec.simulate(jax.random.key(D)))
