@@ -30,16 +30,7 @@ Sizes (reduced for 2 shared CPU cores; PGAS costs ~5e-5 s per particle-sweep-ste
 * quick: 5 trajectories, EP with 1,000 samples, 20 particles x {10, 50} samples, no NUTS (its compile is ~15 s).
 Tables 3.1 and 3.2 are single trajectories in the thesis (different ones); we report trajectory 0 and the mean and
 median over our trajectories. Fig. 3.31: the genealogy of a 10-particle fully adapted PF on trajectory 0.
-
-Findings of the full run (10 trajectories per regime; 17 min wall on 2 shared cores, 12 CPU-min):
-* zoo split: nothing separates (per-point means ADS 0.061, MC-EP 0.047, IS-EP 0.048, PGAS 0.034, NUTS 0.045;
-  paired differences within ~1 SE of 0.015): "sampling EP beats ADS" is NOT seen -- ADS is already near the exact
-  posterior's Gaussian fit (IS-EP - NUTS-Gaussian = +0.003 +- 0.006).
-* low process noise: ADS 0.081 < MC-EP 0.282 < IS-EP 0.286 < PGAS 0.314 (thesis Table 3.2: 0.31 < 0.55 < 0.65 <
-  0.96): sampling EP beats ADS on 8-9/10 trajectories (+0.20 per point), PGAS beats ADS on 9/10 (+0.23) but IS-EP
-  only on 6/10 (+0.03): the thesis's ordering holds, its PGAS-over-EP gap does not; "~500 samples consistently better
-  than IS-EP" is not reproduced (4-6/10). NUTS on the joint 200 latents does not converge there (R-hat 2.0, a
-  multimodal posterior), so the gold standard is PGAS in that regime.
+Full-run results: mchutchon_kink_estep_full_runs.md.
 """
 
 import time

@@ -28,14 +28,7 @@ cart-pole settings are reduced in the full run where stated in ``settings``; one
 kink, run 5 times with different seeds for Fig 3.39 (the thesis's worst and best PF models); the tables average over
 those repeats and the ranks count each repeat against the single runs of the others. VGPSSM-SVI is 1-D only (M11's
 guide), so it has no cart-pole row.
-
-Full run (2026-11-20/21, resumed across sessions, one process per core; 266 min summed over the 25 runs): every
-checked claim agrees except two. "Direct has the best multi-step rank" fails on both systems: Direct ranks 2.8 on
-the kink (NIGP 1.2) and 2.4 on the cart-pole (PGAS-EM 1.95, PF 2.15). Fig 3.39's PF spread fails too: 5 PF runs score
--0.719 ... -0.697 one-step log probability against the thesis's -1.06 ... -0.638, and none beats Direct (-0.672).
-Not a checked claim: on the cart-pole the GP-prior pseudo-targets (PGAS-EM+GP) over-estimate the thetadot noise by
-160 %, while the thesis's ML solve stays within 13 % there; on the kink it is the other way round (ML: |beta| 6e12
-and NaN simulations).
+Full-run results: mchutchon_learning_full_runs.md.
 """
 
 import time
