@@ -39,8 +39,12 @@ LINK = re.compile(r"(?<!!)\[(?:[^\]]|\\\])*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\"
 
 
 def repo_files(suffix: str) -> list[Path]:
+    """The project's files ending in ``suffix``: hidden folders (virtual environments such as CI's ``.venv-ci``,
+    caches) and SKIP_DIRS left out."""
     return sorted(
-        p for p in ROOT.rglob(f"*{suffix}") if not any(part in SKIP_DIRS for part in p.relative_to(ROOT).parts)
+        p
+        for p in ROOT.rglob(f"*{suffix}")
+        if not any(part in SKIP_DIRS or part.startswith(".") for part in p.relative_to(ROOT).parent.parts)
     )
 
 
