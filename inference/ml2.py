@@ -60,7 +60,8 @@ def supports(model, params, observed) -> dict:
 
 @cache
 def ml2_runner(spec, objective: str, optimizer: str, num_steps: int, lr: float, tol: float):
-    """Every chain's ``(z0, params, observed) -> (z, trace, iterations)``: z0 (chain, ...) holds the free sites."""
+    """Every chain's ``(z0, params, observed) -> (values, trace, iterations, log-likelihood, log prior)``: z0 (chain,
+    ...) holds the free sites unconstrained; values are the optimum's constrained values."""
     model = conditioned_program(spec)
 
     def one_chain(z0, params, observed):
@@ -74,8 +75,11 @@ def ml2_runner(spec, objective: str, optimizer: str, num_steps: int, lr: float, 
             return -(likelihood + prior) if objective == "map" else -likelihood
 
         if optimizer == "adam":
-            return _adam(negative_objective, z0, num_steps, lr)
-        return _lbfgs(negative_objective, z0, num_steps, tol)
+            z, trace, iterations = _adam(negative_objective, z0, num_steps, lr)
+        else:
+            z, trace, iterations = _lbfgs(negative_objective, z0, num_steps, tol)
+        values = constrained(z)
+        return (values, trace, iterations, *log_terms(model, values, params, observed))
 
     return vmapped_chains(one_chain)
 
@@ -178,10 +182,7 @@ def ml2(spec, dataset, key, timer, **options) -> EngineOutput:
         float(options["tolerance"]),
     )
     z0 = _starts(spec, sites, dict(options["init"]), key, options["num_chains"], float(options["init_radius"]))
-    z, trace, iterations = run.run(timer, z0, params, observed)
-    values = {name: jax.vmap(biject_to(sites[name]["fn"].support))(value) for name, value in z.items()}
-    model = conditioned_program(spec)
-    likelihood, prior = jax.vmap(lambda v: log_terms(model, v, params, observed))(values)
+    values, trace, iterations, likelihood, prior = run.run(timer, z0, params, observed)
     return EngineOutput(
         posterior={name: value[:, None] for name, value in values.items()},
         point_estimates={**values, "log_likelihood": likelihood, "log_prior": prior, "iterations": iterations},
