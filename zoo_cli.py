@@ -45,6 +45,8 @@ def cmd_list(args) -> int:
         engine = inference.get_engine(name)
         needs = " | ".join(", ".join(sorted(r)) for r in (engine.requires, *engine.alternatives))
         print(f"  {name:14s} {engine.summary} [needs: {needs}]")
+        shown = ", ".join(f"{k} ({o.describe()}, default {o.default})" for k, o in engine.options.items())
+        print(f"  {'':14s}   options (-o KEY=VALUE): {shown}")
     return 0
 
 

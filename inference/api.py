@@ -20,19 +20,11 @@ import numpy as np
 import zoo
 from inference.program import resolve_params
 from zoo.errors import IncompatibleEngineError, OptionError, unknown_name
+from zoo.options import Option
+from zoo.options import validate as validate_declared
 from zoo.registry import Dataset, ModelSpec
 
 Array = Any
-
-# Options whose meaning is shared by every engine that has the notion (docs/architecture.md#common-options), with the
-# smallest value each accepts.
-COUNT_OPTIONS = {
-    "num_chains": 1,
-    "num_warmup": 0,
-    "num_samples": 1,
-    "num_particles": 1,  # particle filters require >= 2 themselves
-    "num_steps": 1,
-}
 
 
 @dataclass
@@ -59,23 +51,35 @@ class Engine:
     name: str
     fn: Callable[..., EngineOutput]
     requires: frozenset[str]
-    defaults: Mapping[str, Any]
+    options: Mapping[str, Option]  # declared once: kind, default, range (inference/options.py)
     summary: str
     alternatives: tuple[frozenset[str], ...] = ()  # other capability sets any one of which also suffices
+
+    @property
+    def defaults(self) -> dict[str, Any]:
+        return {name: option.default for name, option in self.options.items()}
 
 
 _ENGINES: dict[str, Engine] = {}
 
 
 def register_engine(
-    name: str, requires: set[str], defaults: Mapping[str, Any], summary: str, alternatives: tuple[set[str], ...] = ()
+    name: str,
+    requires: set[str],
+    options: Mapping[str, Option],
+    summary: str,
+    alternatives: tuple[set[str], ...] = (),
 ):
-    """Decorator registering an engine function under ``name``. The engine fits a model that offers ``requires``
-    or any one of the capability sets in ``alternatives`` (the engine dispatches on the views it finds)."""
+    """Decorator registering an engine function under ``name``, with its declared options. The engine fits a model
+    that offers ``requires`` or any one of the capability sets in ``alternatives`` (it dispatches on the views it
+    finds)."""
 
     def decorate(fn: Callable[..., EngineOutput]) -> Callable[..., EngineOutput]:
         others = tuple(frozenset(a) for a in alternatives)
-        _ENGINES[name] = Engine(name, fn, frozenset(requires), dict(defaults), summary, others)
+        for option_name, option in options.items():
+            if not isinstance(option, Option):
+                raise TypeError(f"engine {name!r}: option {option_name!r} must be declared as an Option")
+        _ENGINES[name] = Engine(name, fn, frozenset(requires), dict(options), summary, others)
         return fn
 
     return decorate
@@ -133,21 +137,9 @@ class Timer:
 
 
 def validate_options(engine: Engine, options: Mapping[str, Any]) -> dict[str, Any]:
-    """Engine defaults updated by ``options``; unknown names and invalid counts raise OptionError."""
-    unknown = set(options) - set(engine.defaults)
-    if unknown:
-        name = sorted(unknown)[0]
-        raise OptionError(str(unknown_name(f"option of engine {engine.name!r}", name, engine.defaults)))
-    merged = {**engine.defaults, **options}
-    for name, minimum in COUNT_OPTIONS.items():
-        if name in merged:
-            value = merged[name]
-            if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
-                raise OptionError(f"{name} must be an integer >= {minimum}, got {value!r}")
-            merged[name] = int(value)
-    if "learning_rate" in merged and not (float(merged["learning_rate"]) > 0):
-        raise OptionError(f"learning_rate must be positive, got {merged['learning_rate']!r}")
-    return merged
+    """The engine's defaults updated by ``options``, each coerced to its declared kind and range-checked: the one
+    place engine options are validated. Unknown names and bad values raise OptionError."""
+    return validate_declared(f"engine {engine.name!r}", engine.options, options)
 
 
 def package_versions() -> dict[str, str]:

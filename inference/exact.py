@@ -9,6 +9,7 @@ from functools import cache
 import jax
 import jax.numpy as jnp
 
+from inference import options as opt
 from inference.api import EngineOutput, register_engine
 from inference.program import observed_args
 
@@ -29,7 +30,7 @@ def conjugate_sampler(view, num_chains: int, num_samples: int):
 @register_engine(
     "exact",
     requires={"conjugate"},
-    defaults={"num_chains": 4, "num_samples": 1000, "params": None},
+    options={"num_chains": opt.num_chains(4), "num_samples": opt.num_samples(1000), "params": opt.params()},
     summary="Exact conjugate posterior draws and log evidence (given the parameters)",
 )
 def exact(spec, dataset, key, timer, **options) -> EngineOutput:

@@ -16,6 +16,7 @@ import jax
 import jax.numpy as jnp
 from jax.scipy.linalg import cho_solve
 
+from inference import options as opt
 from inference.api import EngineOutput, register_engine
 from inference.program import observed_args
 from zoo import ssm
@@ -173,7 +174,7 @@ def kalman_runner(view: ssm.StateSpaceView, num_chains: int, num_samples: int):
 @register_engine(
     "kalman",
     requires={"state_space", "linear_gaussian"},
-    defaults={"num_chains": 1, "num_samples": 1000, "params": None},
+    options={"num_chains": opt.num_chains(1), "num_samples": opt.num_samples(1000), "params": opt.params()},
     summary="Kalman filter + RTS smoother: exact log-likelihood, smoothed moments and exact joint smoothing draws",
 )
 def kalman(spec, dataset, key, timer, **options) -> EngineOutput:

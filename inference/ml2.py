@@ -25,10 +25,12 @@ import optax
 from numpyro import handlers
 from numpyro.distributions.transforms import biject_to
 
+from inference import options as opt
 from inference.api import EngineOutput, register_engine
 from inference.chains import vmapped_chains
 from inference.program import conditioned_program, latent_sites, observed_args
 from zoo.errors import OptionError
+from zoo.options import Option
 
 OBJECTIVES = ("ml", "map")
 OPTIMIZERS = ("lbfgs", "adam")
@@ -149,26 +151,20 @@ def _starts(spec, sites: dict, init: dict, key, num_chains: int, radius: float) 
 @register_engine(
     "ml2",
     requires={"collapsed"},
-    defaults={
-        "objective": "ml",
-        "optimizer": "lbfgs",
-        "num_chains": 1,
-        "num_steps": 500,
-        "learning_rate": 0.05,
-        "tolerance": 1e-6,
-        "init_radius": 1.0,
-        "init": {},
-        "params": {},
+    options={
+        "objective": opt.choice("ml", OBJECTIVES, "ml: log p(y | theta); map: plus log p(theta)"),
+        "optimizer": opt.choice("lbfgs", OPTIMIZERS, "L-BFGS (zoom line search) or Adam"),
+        "num_chains": opt.num_chains(1),
+        "num_steps": opt.num_steps(500),
+        "learning_rate": opt.learning_rate(0.05),
+        "tolerance": Option("float", 1e-6, "L-BFGS stops when the gradient norm is below this", minimum=0.0),
+        "init_radius": Option("float", 1.0, "spread of the starts after the first (unconstrained space)", minimum=0.0),
+        "init": Option("mapping", {}, "starting values by site name (the rest: the model's defaults)"),
+        "params": opt.params({}),
     },
     summary="Type-II maximum likelihood / MAP of a collapsed model's hyperparameters (L-BFGS or Adam)",
 )
 def ml2(spec, dataset, key, timer, **options) -> EngineOutput:
-    for name, allowed in (("objective", OBJECTIVES), ("optimizer", OPTIMIZERS)):
-        if options[name] not in allowed:
-            raise OptionError(f"{name} must be one of {', '.join(allowed)}, got {options[name]!r}")
-    for name in ("tolerance", "init_radius"):
-        if not float(options[name]) >= 0:
-            raise OptionError(f"{name} must be >= 0, got {options[name]!r}")
     params, observed = options["params"], observed_args(dataset)
     sites = {name: site for name, site in latent_sites(spec, dataset).items() if name not in params}
     if not sites:

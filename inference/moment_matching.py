@@ -33,6 +33,7 @@ from jax.scipy.linalg import cho_solve
 from numpyro.distributions import biject_to
 
 from inference import ar1
+from inference import options as opt
 from inference.api import EngineOutput, register_engine
 from inference.kalman import ForwardPass, Smoothed, backward_sample, forward_pass_from_scan, masked_update, rts_smoother
 from inference.program import observed_args
@@ -208,7 +209,11 @@ def _check_form(form):
 @register_engine(
     "ads",
     requires={"gp_ssm_se"},
-    defaults={"num_samples": 500, "params": None, "form": "rts"},
+    options={
+        "num_samples": opt.num_samples(500, doc="joint smoothing draws per trajectory"),
+        "params": opt.params(),
+        "form": opt.choice("rts", ("rts", "ep"), "rts: ADS (GP-ADF + RTS-like backward pass); ep: moment-matching EP"),
+    },
     summary="Assumed-density smoothing (GP-ADF + RTS-like backward pass), or moment-matching EP; fixed parameters",
 )
 def ads(spec, dataset, key, timer, **options) -> EngineOutput:
@@ -290,7 +295,13 @@ def direct_runner(gp_view, names: tuple[str, ...], optimizer: str, num_steps: in
 @register_engine(
     "direct",
     requires={"gp_ssm_se"},
-    defaults={"num_steps": 300, "optimizer": "lbfgs", "learning_rate": 0.01, "num_samples": 200, "params": {}},
+    options={
+        "num_steps": opt.num_steps(300),
+        "optimizer": opt.choice("lbfgs", ("lbfgs", "adam"), "L-BFGS or Adam"),
+        "learning_rate": opt.learning_rate(0.01),
+        "num_samples": opt.num_samples(200, doc="smoothing draws per trajectory at the optimum"),
+        "params": opt.params({}),
+    },
     summary="Direct method (Algorithm 1): maximise the GP-ADF approximate marginal likelihood by L-BFGS or Adam",
 )
 def direct(spec, dataset, key, timer, **options) -> EngineOutput:
@@ -432,7 +443,12 @@ def em_runner(gp_view, names: tuple[str, ...], num_em: int, m_steps: int, num_sa
 @register_engine(
     "analytic-em",
     requires={"gp_ssm_se"},
-    defaults={"num_steps": 20, "m_step_steps": 20, "num_samples": 200, "params": {}},
+    options={
+        "num_steps": opt.num_steps(20, doc="EM iterations"),
+        "m_step_steps": opt.num_steps(20, doc="L-BFGS steps per M-step"),
+        "num_samples": opt.num_samples(200, doc="smoothing draws per trajectory at the end"),
+        "params": opt.params({}),
+    },
     summary="Analytic EM (GPIL): ADS E-step, closed-form pseudo-targets and observation noise, L-BFGS on the rest",
 )
 def analytic_em(spec, dataset, key, timer, **options) -> EngineOutput:
@@ -445,8 +461,6 @@ def analytic_em(spec, dataset, key, timer, **options) -> EngineOutput:
 def run_gp_ssm_em(spec, dataset, key, timer, options, num_draws: int, e_step) -> EngineOutput:
     """EM on a sparse GP-SSM with the analytic M-step and the given E-step (``em_runner``), shared by ``analytic-em``
     and ``is-ep-em``: options ``num_steps``, ``m_step_steps``, ``params``."""
-    if int(options["m_step_steps"]) < 1:
-        raise OptionError("m_step_steps must be >= 1")
     gp_view = spec.views["gp_ssm"]
     init, fixed = _learned_and_fixed(gp_view, dataset, options["params"])
     names = tuple(sorted(n for n in init if n not in ("obs_var", "pseudo_targets")))

@@ -17,7 +17,6 @@ posterior = the same sites as a single draw (chain 1, draw 1); traces = ``object
 points, after each L-BFGS-B iteration) and ``pass`` (its pass index), passes concatenated.
 """
 
-from collections.abc import Mapping
 from functools import cache
 from typing import Any
 
@@ -26,9 +25,11 @@ import jax.numpy as jnp
 import numpy as np
 import scipy.optimize
 
+from inference import options as opt
 from inference.api import EngineOutput, register_engine
 from inference.program import observed_args, resolve_params
 from zoo.errors import OptionError, ZooError
+from zoo.options import Option
 
 Array = Any
 MODES = ("gp", "nigpm", "nigpu")
@@ -64,19 +65,11 @@ def flatten(values: dict[str, Array]) -> np.ndarray:
     return np.log(np.concatenate([np.ravel(np.asarray(v, dtype=float)) for v in values.values()]))
 
 
-def check_options(options: dict) -> tuple[str, int]:
-    """mode, passes and init, validated before anything is compiled (num_steps and params are checked by ``run``)."""
-    mode, passes, init = options["mode"], options["passes"], options["init"]
-    if mode not in MODES:
-        raise OptionError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
-    if isinstance(passes, bool) or not isinstance(passes, int | np.integer) or passes < 1:
-        raise OptionError(f"passes must be an integer >= 1, got {passes!r}")
-    if init is not None and not isinstance(init, Mapping):
-        raise OptionError(f"init must be a dict of site values or None, got {init!r}")
-    both = sorted(set(init or {}) & set(options["params"]))
+def check_disjoint(options: dict) -> None:
+    """A site is either fixed (params) or started from (init), not both (kinds and ranges are checked by ``run``)."""
+    both = sorted(set(options["init"] or {}) & set(options["params"]))
     if both:
         raise OptionError(f"sites {both} are both fixed (params) and started from (init); give each in one of them")
-    return mode, int(passes)
 
 
 def log_bounds(X: Array, shapes: tuple[tuple[str, tuple[int, ...]], ...]) -> list[tuple[None, float | None]]:
@@ -138,7 +131,13 @@ def train(view, X: Array, y: Array, start: dict, fixed: dict, mode: str, passes:
 @register_engine(
     "nigp",
     requires={"noisy_input"},
-    defaults={"mode": "nigpm", "passes": 2, "num_steps": 500, "init": None, "params": {}},
+    options={
+        "mode": opt.choice("nigpm", MODES, "nigpm: posterior-mean slopes; nigpu: slope uncertainty too; gp: plain GP"),
+        "passes": Option("int", 2, "slope passes (procedure 2.3)", minimum=1),
+        "num_steps": opt.num_steps(500, doc="at most this many L-BFGS-B iterations per pass"),
+        "init": Option("mapping", None, "starting site values (None: the view's data-scaled start)", optional=True),
+        "params": opt.params({}),
+    },
     summary="NIGP (McHutchon 2014): ML-II by L-BFGS-B on the slope-corrected likelihood, slopes re-fixed per pass",
 )
 def nigp(spec, dataset, key, timer, **options) -> EngineOutput:
@@ -146,7 +145,8 @@ def nigp(spec, dataset, key, timer, **options) -> EngineOutput:
     passes: slope passes (procedure 2.3); num_steps: at most this many L-BFGS-B iterations per pass; init: site
     values to start from instead of the view's data-scaled start (any subset of the sites); params: sites held fixed
     at the given values (e.g. a known input noise), the others learned. Deterministic: ``key`` is not used."""
-    mode, passes = check_options(options)
+    check_disjoint(options)
+    mode, passes = options["mode"], options["passes"]
     view = spec.views["noisy_input"]
     observed = observed_args(dataset)
     X, y = observed["X"], observed["y"]

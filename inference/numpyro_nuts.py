@@ -12,6 +12,7 @@ import jax
 import jax.numpy as jnp
 from numpyro.infer import NUTS
 
+from inference import options as opt
 from inference.api import EngineOutput, register_engine
 from inference.program import conditioned_program, observed_args
 
@@ -52,7 +53,13 @@ def nuts_chains(model, num_warmup: int, num_samples: int, target_accept: float, 
 @register_engine(
     "numpyro-nuts",
     requires={"continuous"},
-    defaults={"num_chains": 4, "num_warmup": 500, "num_samples": 500, "params": {}, "target_accept": 0.8},
+    options={
+        "num_chains": opt.num_chains(4),
+        "num_warmup": opt.num_warmup(500, minimum=1),
+        "num_samples": opt.num_samples(500),
+        "params": opt.params({}),
+        "target_accept": opt.target_accept(0.8),
+    },
     summary="NumPyro's NUTS kernel (vectorized chains), the peer reference for BlackJAX NUTS",
 )
 def numpyro_nuts(spec, dataset, key, timer, **options) -> EngineOutput:

@@ -17,19 +17,21 @@ from blackjax.adaptation.base import get_filter_adapt_info_fn
 from numpyro.infer.initialization import init_to_uniform
 from numpyro.infer.util import constrain_fn, initialize_model, potential_energy
 
+from inference import options as opt
 from inference.api import EngineOutput, register_engine
 from inference.chains import vmapped_chains
 from inference.program import conditioned_program, observed_args
-from zoo.errors import OptionError
+from zoo.options import Option
 
-COMMON_DEFAULTS = {
-    "num_chains": 4,
-    "num_warmup": 500,
-    "num_samples": 500,
-    "params": {},
-    "target_accept": 0.8,
-    "dense_mass": False,
-    "init_radius": 2.0,
+COMMON_OPTIONS = {
+    "num_chains": opt.num_chains(4),
+    # both adapt their step size during warmup, which needs at least one step
+    "num_warmup": opt.num_warmup(500, minimum=1),
+    "num_samples": opt.num_samples(500),
+    "params": opt.params({}),
+    "target_accept": opt.target_accept(0.8),
+    "dense_mass": Option("bool", False, "adapt a dense mass matrix (else diagonal)"),
+    "init_radius": Option("float", 2.0, "chains start uniform on (-r, r) in the unconstrained space", above=0.0),
 }
 
 
@@ -95,10 +97,6 @@ def sampler(model, algorithm: str, num_warmup: int, num_samples: int, static: tu
 
 
 def _run(algorithm: str, spec, dataset, key, timer, **options: Any) -> EngineOutput:
-    if options["num_warmup"] < 1:
-        raise OptionError(f"{algorithm} adapts its step size during warmup: num_warmup must be >= 1")
-    if not 0.0 < float(options["target_accept"]) < 1.0:
-        raise OptionError(f"target_accept must lie in (0, 1), got {options['target_accept']!r}")
     model = conditioned_program(spec)
     params, observed = options["params"], observed_args(dataset)
     static = tuple(
@@ -123,7 +121,10 @@ def _run(algorithm: str, spec, dataset, key, timer, **options: Any) -> EngineOut
 @register_engine(
     "nuts",
     requires={"continuous"},
-    defaults={**COMMON_DEFAULTS, "max_num_doublings": 10},
+    options={
+        **COMMON_OPTIONS,
+        "max_num_doublings": Option("int", 10, "tree depth limit: at most 2^d - 1 leapfrog steps", minimum=1),
+    },
     summary="No-U-Turn sampler (BlackJAX) with window adaptation; chains vmapped in one jit",
 )
 def nuts(spec, dataset, key, timer, **options) -> EngineOutput:
@@ -133,10 +134,8 @@ def nuts(spec, dataset, key, timer, **options) -> EngineOutput:
 @register_engine(
     "hmc",
     requires={"continuous"},
-    defaults={**COMMON_DEFAULTS, "num_integration_steps": 16},
+    options={**COMMON_OPTIONS, "num_integration_steps": Option("int", 16, "leapfrog steps per move", minimum=1)},
     summary="Static-path Hamiltonian Monte Carlo (BlackJAX) with window adaptation",
 )
 def hmc(spec, dataset, key, timer, **options) -> EngineOutput:
-    if int(options["num_integration_steps"]) < 1:
-        raise OptionError("num_integration_steps must be >= 1")
     return _run("hmc", spec, dataset, key, timer, **options)

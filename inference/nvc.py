@@ -20,9 +20,10 @@ import jax.numpy as jnp
 from numpyro.infer.autoguide import AutoDelta
 
 from inference import optimise
+from inference import options as opt
 from inference.api import EngineOutput, register_engine
 from inference.program import observed_args
-from zoo.errors import OptionError
+from zoo.options import Option
 
 PROPAGATIONS = ("nvc", "moment")
 
@@ -52,24 +53,18 @@ def nvc_runner(spec, num_layers: int, num_steps: int, num_samples: int, lr: floa
 @register_engine(
     "nvc",
     requires={"nvc"},
-    defaults={
-        "num_layers": 2,
-        "num_steps": 3000,
-        "num_samples": 200,
-        "learning_rate": 0.01,
-        "final_lr_fraction": 0.02,
-        "propagation": "nvc",
+    options={
+        "num_layers": Option("int", 2, "layers of the deep GP", minimum=1),
+        "num_steps": opt.num_steps(3000),
+        "num_samples": opt.num_samples(200, doc="ancestral draws through the fitted layers"),
+        "learning_rate": opt.learning_rate(0.01),
+        "final_lr_fraction": opt.fraction(0.02, "cosine decay of the learning rate to this fraction"),
+        "propagation": opt.choice("nvc", PROPAGATIONS, "nvc: eq. 2.85's band; moment: the full moment match"),
     },
     summary="Nested variational compression: MAP-II on the analytic Psi-statistics bound; analytic predictive",
 )
 def nvc(spec, dataset, key, timer, **options) -> EngineOutput:
     layers = options["num_layers"]
-    if isinstance(layers, bool) or not isinstance(layers, int) or layers < 1:
-        raise OptionError(f"num_layers must be an integer >= 1, got {layers!r}")
-    if options["propagation"] not in PROPAGATIONS:
-        raise OptionError(f"propagation must be one of {', '.join(PROPAGATIONS)}, got {options['propagation']!r}")
-    if not 0.0 <= float(options["final_lr_fraction"]) <= 1.0:
-        raise OptionError("final_lr_fraction must lie in [0, 1]")
     run = nvc_runner(
         spec,
         int(layers),

@@ -47,13 +47,14 @@ import optax
 from numpyro.distributions import biject_to
 
 from inference import ar1
+from inference import options as opt
 from inference.api import EngineOutput, register_engine
 from inference.chains import vmapped_chains
-from inference.pf import check_num_particles
 from inference.pgas import check_fully_adapted, conditional_smc_sweep, initial_reference
 from inference.program import observed_args
 from zoo import ssm
 from zoo.errors import OptionError
+from zoo.options import Option
 
 Array = Any
 
@@ -326,7 +327,6 @@ def starting_params(spec, dataset, params) -> dict[str, Array]:
 
 def run_particle_em(spec, dataset, key, timer, options, full_steps: int | None, exponent: float) -> EngineOutput:
     view = spec.views["state_space"]
-    check_num_particles(options["num_particles"])
     check_fully_adapted(view)
     start = starting_params(spec, dataset, options["params"])
     fixed = tuple(options["fixed"])
@@ -334,12 +334,6 @@ def run_particle_em(spec, dataset, key, timer, options, full_steps: int | None, 
     if unknown:
         raise OptionError(f"fixed names {unknown} are not parameters of {spec.name} ({sorted(start)})")
     learned = tuple(sorted(set(start) - set(fixed)))
-    if int(options["m_step_steps"]) < 0:
-        raise OptionError("m_step_steps must be >= 0")
-    if options["pseudo_target_prior"] not in PSEUDO_TARGET_PRIORS:
-        raise OptionError(
-            f"pseudo_target_prior must be one of {PSEUDO_TARGET_PRIORS}, got {options['pseudo_target_prior']!r}"
-        )
     if options["pseudo_target_prior"] == "gp" and m_step_kind(spec) != "gp_ssm":
         raise OptionError(f"pseudo_target_prior='gp' needs a sparse GP-SSM (pseudo-targets); {spec.name} has none")
     num_steps = options["num_steps"]
@@ -366,24 +360,24 @@ def run_particle_em(spec, dataset, key, timer, options, full_steps: int | None, 
     )
 
 
-COMMON_DEFAULTS = {
-    "num_chains": 1,
-    "num_steps": 20,
-    "num_samples": 10,
-    "num_particles": 100,
-    "m_step_steps": 20,
-    "learning_rate": 0.01,
-    "params": None,
-    "fixed": (),
-    "pseudo_target_prior": "none",
-}
 PSEUDO_TARGET_PRIORS = ("none", "gp")
+COMMON_OPTIONS = {
+    "num_chains": opt.num_chains(1),
+    "num_steps": opt.num_steps(20, doc="EM iterations"),
+    "num_samples": opt.num_samples(10, doc="PGAS trajectories per E-step"),
+    "num_particles": opt.num_particles(100),
+    "m_step_steps": Option("int", 20, "Adam steps per M-step on the sites without a closed form", minimum=0),
+    "learning_rate": opt.learning_rate(0.01),
+    "params": opt.params(),
+    "fixed": Option("str", (), "sites held at their starting values", sequence=True),
+    "pseudo_target_prior": opt.choice("none", PSEUDO_TARGET_PRIORS, "gp: the GP prior on the pseudo-targets"),
+}
 
 
 @register_engine(
     "pgas-em",
     requires={"state_space"},
-    defaults=COMMON_DEFAULTS,
+    options=COMMON_OPTIONS,
     summary="Particle EM: PGAS E-step, closed-form M-step (lgssm; GP-SSM pseudo-targets and obs noise) + Adam",
 )
 def pgas_em(spec, dataset, key, timer, **options) -> EngineOutput:
@@ -396,17 +390,16 @@ def pgas_em(spec, dataset, key, timer, **options) -> EngineOutput:
 @register_engine(
     "psaem",
     requires={"state_space"},
-    defaults={**COMMON_DEFAULTS, "num_steps": 50, "full_steps": 5, "step_size_exponent": 0.7},
+    options={
+        **COMMON_OPTIONS,
+        "num_steps": opt.num_steps(50, doc="SAEM iterations"),
+        "full_steps": Option("int", 5, "iterations with gamma = 1 before the decay (k0)", minimum=1),
+        # sum gamma = inf and sum gamma^2 < inf
+        "step_size_exponent": Option("float", 0.7, "gamma_j = (j - k0)^-exponent", above=0.5, maximum=1.0),
+    },
     summary="Particle SAEM: PGAS E-step, stochastic-approximation Q with gamma_j = 1 (j <= k0), (j - k0)^-0.7",
 )
 def psaem(spec, dataset, key, timer, **options) -> EngineOutput:
     """As ``pgas-em`` with Q averaged over all past E-steps by the step sizes gamma_j (module docstring)."""
-    exponent = float(options["step_size_exponent"])
-    if not 0.5 < exponent <= 1.0:
-        raise OptionError(
-            f"step_size_exponent must be in (0.5, 1] (sum gamma = inf, sum gamma^2 < inf), got {exponent}"
-        )
-    full_steps = int(options["full_steps"])
-    if full_steps < 1:
-        raise OptionError("full_steps must be >= 1 (gamma_1 = 1 starts the average)")
+    exponent, full_steps = options["step_size_exponent"], options["full_steps"]
     return run_particle_em(spec, dataset, key, timer, options, full_steps, exponent)

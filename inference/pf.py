@@ -52,6 +52,7 @@ from jax.scipy.special import logsumexp
 from numpyro import distributions as dist
 from numpyro.distributions import biject_to
 
+from inference import options as opt
 from inference.api import EngineOutput, register_engine
 from inference.chains import vmapped_chains
 from inference.program import observed_args
@@ -87,11 +88,6 @@ class FilterOutput(NamedTuple):
     ancestors: Array
     log_weights: Array
     score: Any
-
-
-def check_num_particles(num_particles: int) -> None:
-    if num_particles < 2:
-        raise OptionError(f"num_particles must be >= 2 for a particle filter, got {num_particles}")
 
 
 def _sample_each(make_dist: Callable, key, *batched):
@@ -391,12 +387,16 @@ def log_likelihood_and_score(
 # ----------------------------------------------------------------------------------------------------------------
 
 
+FILTER_OPTIONS = {
+    "num_particles": opt.num_particles(1000),
+    "params": opt.params(),
+    "filter": opt.choice("fully_adapted", FILTERS, "bootstrap, or fully adapted where the view has the pieces"),
+    "resampling": opt.choice("systematic", tuple(RESAMPLERS), "resampling scheme"),
+}
+
+
 def _check_filter_options(view, options):
-    check_num_particles(options["num_particles"])
-    if options["filter"] not in FILTERS:
-        raise OptionError(f"filter must be one of {FILTERS}, got {options['filter']!r}")
-    if options["resampling"] not in RESAMPLERS:
-        raise OptionError(f"resampling must be one of {tuple(RESAMPLERS)}, got {options['resampling']!r}")
+    """What the declared options cannot say: the fully adapted filter needs the view's pieces."""
     if options["filter"] == "fully_adapted" and (view.predictive is None or view.proposal is None):
         raise OptionError("this model has no fully adapted pieces (predictive/proposal); use filter='bootstrap'")
 
@@ -423,13 +423,10 @@ def filter_runner(view, num_particles, num_samples, method, resampler):
 @register_engine(
     "pf",
     requires={"state_space"},
-    defaults={
-        "num_chains": 4,
-        "num_particles": 1000,
-        "num_samples": 100,
-        "params": None,
-        "filter": "fully_adapted",
-        "resampling": "systematic",
+    options={
+        **FILTER_OPTIONS,
+        "num_chains": opt.num_chains(4),
+        "num_samples": opt.num_samples(100, doc="paths drawn from the final genealogy per run"),
     },
     summary="Bootstrap / fully adapted particle filter: log-likelihood, filtering moments, genealogy paths",
 )
@@ -495,15 +492,13 @@ def ml_runner(view, num_particles, num_steps, method, resampler, learning_rate, 
 @register_engine(
     "pf-ml",
     requires={"state_space"},
-    defaults={
-        "num_chains": 1,
-        "num_particles": 100,
-        "num_steps": 200,
-        "learning_rate": 0.02,
-        "params": None,
-        "filter": "fully_adapted",
-        "resampling": "systematic",
-        "score": "forward_smoothing",
+    options={
+        **FILTER_OPTIONS,
+        "num_chains": opt.num_chains(1),
+        "num_particles": opt.num_particles(100),
+        "num_steps": opt.num_steps(200),
+        "learning_rate": opt.learning_rate(0.02),
+        "score": opt.choice("forward_smoothing", SCORE_METHODS, "forward_smoothing: O(N^2), consistent; path: O(N)"),
     },
     summary="Maximum likelihood by ascent on the particle filter's Fisher-identity score (Adam)",
 )
@@ -513,8 +508,6 @@ def pf_ml(spec, dataset, key, timer, **options) -> EngineOutput:
     (``forward_smoothing``, consistent, O(N^2); ``path``, O(N), degenerate for T >> N)."""
     view = spec.views["state_space"]
     _check_filter_options(view, options)
-    if options["score"] not in SCORE_METHODS:
-        raise OptionError(f"score must be one of {SCORE_METHODS}, got {options['score']!r}")
     runner = ml_runner(
         view,
         options["num_particles"],

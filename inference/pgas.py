@@ -24,12 +24,12 @@ import jax
 import jax.numpy as jnp
 from blackjax.smc import resampling
 
+from inference import options as opt
 from inference import pgas_marginal
 from inference.api import EngineOutput, Timer, register_engine
 from inference.chains import vmapped_chains
 from inference.pf import (
     adapted_initial_step,
-    check_num_particles,
     log_prob_each,
     particle_filter,
     sample_each,
@@ -141,7 +141,13 @@ def check_fully_adapted(view) -> None:
 @register_engine(
     "pgas",
     requires={"state_space"},
-    defaults={"num_chains": 4, "num_warmup": 100, "num_samples": 1000, "num_particles": 100, "params": None},
+    options={
+        "num_chains": opt.num_chains(4),
+        "num_warmup": opt.num_warmup(100),
+        "num_samples": opt.num_samples(1000),
+        "num_particles": opt.num_particles(100),
+        "params": opt.params(),
+    },
     summary="Particle Gibbs with ancestor sampling (fully adapted CSMC); smoothing trajectory draws",
     alternatives=({pgas_marginal.VIEW},),
 )
@@ -149,7 +155,6 @@ def pgas(spec, dataset, key, timer, **options) -> EngineOutput:
     """posterior ``states`` (chain, draw, K, T, D): the Markov chain's trajectories after ``num_warmup`` sweeps.
     Models without a state-space view but with the ``marginal_gp_ssm`` view (the non-Markov full GP-SSM) run the
     whole-history kernel of ``inference.pgas_marginal``."""
-    check_num_particles(options["num_particles"])
     sizes = (options["num_particles"], options["num_warmup"], options["num_samples"])
     if "state_space" in spec.views:
         view = spec.views["state_space"]

@@ -41,10 +41,11 @@ import jax
 import jax.numpy as jnp
 from numpyro.infer.util import log_density
 
+from inference import options as opt
 from inference import pgas_marginal
 from inference.api import EngineOutput, register_engine
 from inference.chains import vmapped_chains
-from inference.pf import check_num_particles, constrain, site_transforms, unconstrain
+from inference.pf import constrain, site_transforms, unconstrain
 from inference.pgas import check_fully_adapted, conditional_smc_sweep, initial_reference
 from inference.program import observed_args
 from zoo import ssm
@@ -185,13 +186,13 @@ def pmcmc_runner(
 @register_engine(
     "pmcmc",
     requires={"state_space"},
-    defaults={
-        "num_chains": 4,
-        "num_warmup": 500,
-        "num_samples": 1000,
-        "num_particles": 50,
-        "num_steps": 10,
-        "params": None,
+    options={
+        "num_chains": opt.num_chains(4),
+        "num_warmup": opt.num_warmup(500),
+        "num_samples": opt.num_samples(1000),
+        "num_particles": opt.num_particles(50),
+        "num_steps": opt.num_steps(10, doc="random-walk MH moves on the parameters per sweep"),
+        "params": opt.params(),
     },
     summary="Particle Gibbs over trajectories (PGAS) and parameters (adaptive random-walk MH); Frigola et al. 2013",
     alternatives=({pgas_marginal.VIEW},),
@@ -199,7 +200,6 @@ def pmcmc_runner(
 def pmcmc(spec, dataset, key, timer, **options) -> EngineOutput:
     """posterior: every parameter site (chain, draw, *shape) and ``states`` (chain, draw, K, T, D); ``params`` is the
     starting point; sample_stats ``acceptance_rate``: mean MH acceptance probability of the draw's theta move."""
-    check_num_particles(options["num_particles"])
     if "state_space" in spec.views:
         view, kernel = spec.views["state_space"], MARKOV
         check_fully_adapted(view)

@@ -56,6 +56,7 @@ import jax
 import jax.numpy as jnp
 from jax.scipy.linalg import cho_solve, solve_triangular
 
+from inference import options as opt
 from inference.api import EngineOutput, register_engine
 from inference.kalman import ForwardPass, Smoothed, smoothing_gains
 from inference.moment_matching import (
@@ -67,7 +68,7 @@ from inference.moment_matching import (
 )
 from inference.program import observed_args
 from zoo import moments, ssm
-from zoo.errors import OptionError
+from zoo.options import Option
 
 Array = Any
 VARIANTS = ("mc", "is")
@@ -399,29 +400,24 @@ def ep_runner(gp_view, num_samples: int, num_iters: int, num_draws: int):
     return jax.jit(run)
 
 
-def check_ep_options(options) -> None:
-    """Raise OptionError for bad sampling-EP options (before any compilation)."""
-    if options["variant"] not in VARIANTS:
-        raise OptionError(f"variant must be one of {VARIANTS} (MCMC-EP is not implemented), got {options['variant']!r}")
-    if options["num_samples"] < 2:
-        raise OptionError(f"num_samples (draws inside EP) must be >= 2, got {options['num_samples']}")
-    for name in ("num_ep_iters", "num_draws"):
-        value = options[name]
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise OptionError(f"{name} must be an integer >= 1, got {value!r}")
-    if not 0.0 < float(options["damping"]) <= 1.0:
-        raise OptionError(f"damping must be in (0, 1], got {options['damping']!r}")
-    if not 0.0 <= float(options["min_ess"]) < 1.0:
-        raise OptionError(f"min_ess (a fraction of num_samples) must be in [0, 1), got {options['min_ess']!r}")
-
-
-EP_DEFAULTS = {"variant": "is", "num_samples": 10000, "num_ep_iters": 4, "damping": 0.5, "min_ess": 0.01}
+def ep_options(num_samples: int) -> dict[str, Option]:
+    """The sampling-EP options, shared by ``is-ep`` and ``is-ep-em``."""
+    return {
+        "variant": opt.choice("is", VARIANTS, "mc: MC-EP; is: IS-EP (MCMC-EP is not implemented)"),
+        "num_samples": opt.num_samples(num_samples, minimum=2, doc="draws inside EP per time step"),
+        "num_ep_iters": Option("int", 4, "forward-backward EP sweeps", minimum=1),
+        "damping": Option("float", 0.5, "EP damping (1: none)", above=0.0, maximum=1.0),
+        "min_ess": Option(
+            "float", 0.01, "skip an update below this ESS (a fraction of num_samples)", minimum=0.0, below=1.0
+        ),
+        "num_draws": opt.num_samples(200, doc="posterior draws of the smoothed states"),
+    }
 
 
 @register_engine(
     "is-ep",
     requires={"gp_ssm_se"},
-    defaults={**EP_DEFAULTS, "num_draws": 200, "params": None},
+    options={**ep_options(10000), "params": opt.params()},
     summary="Sampling EP (Algorithm 3): MC-EP or IS-EP smoothed marginals of a GP-SSM at fixed parameters",
 )
 def is_ep(spec, dataset, key, timer, **options) -> EngineOutput:
@@ -429,7 +425,6 @@ def is_ep(spec, dataset, key, timer, **options) -> EngineOutput:
     damping, min_ess (fraction of num_samples), num_draws (posterior draws of the output), params (fixed; defaults:
     the AR1-GP initialisation). point_estimates: states_mean (1, K, T, D), states_cov (1, K, T, D, D), states_cross
     (1, K, T-1, D, D); traces: skipped_updates (1, iters) and min_ess (1, iters)."""
-    check_ep_options(options)
     gp_view = spec.views["gp_ssm"]
     init, fixed = _learned_and_fixed(gp_view, dataset, options["params"])
     run = ep_runner(gp_view, options["num_samples"], options["num_ep_iters"], options["num_draws"])
@@ -454,14 +449,18 @@ def is_ep(spec, dataset, key, timer, **options) -> EngineOutput:
 @register_engine(
     "is-ep-em",
     requires={"gp_ssm_se"},
-    defaults={**EP_DEFAULTS, "num_samples": 10, "num_steps": 6, "m_step_steps": 20, "num_draws": 200, "params": {}},
+    options={
+        **ep_options(10),
+        "num_steps": opt.num_steps(6, doc="EM iterations"),
+        "m_step_steps": opt.num_steps(20, doc="L-BFGS steps per M-step"),
+        "params": opt.params({}),
+    },
     summary="EM with a sampling-EP E-step (IS-EP-EM, sec. 3.6.2) and the analytic M-step of analytic-em",
 )
 def is_ep_em(spec, dataset, key, timer, **options) -> EngineOutput:
     """Defaults: the thesis's 1-D kink setting (Table 3.4): 10 samples, 4 EP iterations, 6 EM iterations (num_steps).
     The M-step is ``analytic-em``'s (closed-form pseudo-targets and observation noise, ``m_step_steps`` L-BFGS steps
     on the rest). traces: adf_log_lik (GP-ADF log-likelihood at the start of each EM iteration) and q."""
-    check_ep_options(options)
     e_step = ep_e_step(
         options["variant"],
         options["num_samples"],

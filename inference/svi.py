@@ -29,10 +29,12 @@ from numpyro.infer import Predictive, Trace_ELBO
 from numpyro.infer.autoguide import AutoDelta, AutoMultivariateNormal, AutoNormal
 
 from inference import optimise
+from inference import options as opt
 from inference.api import EngineOutput, register_engine
 from inference.chains import vmapped_chains
 from inference.program import conditioned_program, observed_args
 from zoo.errors import IncompatibleEngineError, OptionError
+from zoo.options import Option
 
 AUTOGUIDES = {"normal": AutoNormal, "mvn": AutoMultivariateNormal, "delta": AutoDelta}
 DEFAULT_SCORE_PARTICLES = 256  # ranking restarts when score_particles is not set
@@ -155,41 +157,36 @@ def starting_values(init_params, shapes: dict, num_fits: int) -> dict:
     return starts
 
 
-def _check(spec, options) -> None:
+def _check_guide(spec, options) -> None:
+    """The guide's name, against what this model offers (the declared option cannot know the model's guides)."""
     kind = options["guide"]
     known = (*AUTOGUIDES, *model_guides(spec))
     if kind == "model" and kind not in known:
         raise IncompatibleEngineError(f"model {spec.name!r} provides no guide; use one of {', '.join(known)}.")
     if kind not in known:
         raise OptionError(f"guide must be one of {', '.join(known)}, got {kind!r}")
-    if not 0.0 <= float(options["final_lr_fraction"]) <= 1.0:
-        raise OptionError("final_lr_fraction must lie in [0, 1]")
-    for name, least in (("restarts", 1), ("score_particles", 0)):
-        value = options[name]
-        if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < least:
-            raise OptionError(f"{name} must be an integer >= {least}, got {value!r}")
 
 
 @register_engine(
     "svi",
     requires={"continuous"},
-    defaults={
-        "guide": "normal",
-        "num_chains": 1,
-        "restarts": 1,
-        "num_steps": 3000,
-        "num_samples": 1000,
-        "num_particles": 1,
-        "learning_rate": 0.02,
-        "final_lr_fraction": 0.02,
-        "score_particles": 0,
-        "init_params": {},
-        "params": {},
+    options={
+        "guide": Option("str", "normal", "normal | mvn | delta (autoguides), model, or a guide the model names"),
+        "num_chains": opt.num_chains(1),
+        "restarts": Option("int", 1, "fits per chain; the best final ELBO is kept", minimum=1),
+        "num_steps": opt.num_steps(3000),
+        "num_samples": opt.num_samples(1000, doc="draws from the fitted guide"),
+        "num_particles": opt.num_particles(1, minimum=1, doc="Monte Carlo samples per ELBO gradient"),
+        "learning_rate": opt.learning_rate(0.02),
+        "final_lr_fraction": opt.fraction(0.02, "cosine decay of the learning rate to this fraction"),
+        "score_particles": Option("int", 0, "samples scoring each restart's final ELBO (0: the default)", minimum=0),
+        "init_params": Option("mapping", {}, "starting values of the guide's params, shared or one per fit"),
+        "params": opt.params({}),
     },
     summary="Stochastic variational inference (NumPyro + optax Adam); guide normal | mvn | delta | model; restarts",
 )
 def svi(spec, dataset, key, timer, **options) -> EngineOutput:
-    _check(spec, options)
+    _check_guide(spec, options)
     kind, chains, restarts = options["guide"], options["num_chains"], int(options["restarts"])
     observed, params = observed_args(dataset), options["params"]
     fits = chains * restarts

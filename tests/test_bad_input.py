@@ -1,5 +1,7 @@
 """docs/architecture.md#bad-input: bad input raises a clear error before anything is compiled."""
 
+import dataclasses
+
 import jax
 import numpy as np
 import pytest
@@ -62,12 +64,12 @@ def test_wrong_shapes_and_missing_arrays(data, message):
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        ({"num_samples": -5}, "num_samples must be an integer >= 1"),
-        ({"num_chains": 0}, "num_chains must be an integer >= 1"),
-        ({"num_warmup": 2.5}, "num_warmup must be an integer"),
-        ({"num_warmup": 0}, "num_warmup must be >= 1"),
+        ({"num_samples": -5}, "option num_samples must be an int >= 1, got -5"),
+        ({"num_chains": 0}, "option num_chains must be an int >= 1"),
+        ({"num_warmup": 2.5}, "option num_warmup must be an int >= 1, got 2.5"),
+        ({"num_warmup": 0}, "option num_warmup must be an int >= 1, got 0"),
         ({"num_sample": 10}, "Did you mean 'num_samples'"),
-        ({"target_accept": 1.5}, "target_accept must lie in"),
+        ({"target_accept": 1.5}, "option target_accept must be a float in \\(0, 1\\)"),
         ({"params": {"noize": 0.1}}, "Did you mean 'noise'"),
         ({"params": {"noise": -1.0}}, "outside the support"),
         ({"params": {"w": [1.0, 2.0, 3.0]}}, "has shape"),
@@ -90,3 +92,47 @@ def test_invalid_svi_guide_and_seed():
 def test_negative_simulation_size():
     with pytest.raises(zoo.errors.ZooError, match="n must be a positive integer"):
         zoo.get("gp/regression").simulate(jax.random.key(0), n=-3)
+
+
+def _bad_values(option):
+    """Values just outside each declared bound, a choice not offered, and a value of the wrong kind."""
+    if option.minimum is not None:
+        yield option.minimum - 1
+    if option.above is not None:
+        yield option.above
+    if option.maximum is not None:
+        yield option.maximum + 1
+    if option.below is not None:
+        yield option.below
+    if option.choices:
+        yield "no-such-choice"
+    yield {"int": 2.5, "float": "many", "bool": "maybe", "str": 3, "mapping": 3}[option.kind]
+
+
+def _cheapest_model_for(engine_name):
+    fitting = [name for name in zoo.names() if engine_name in inference.engines_for(zoo.get(name))]
+    return fitting[0]
+
+
+ENGINE_OPTION_CASES = [
+    (engine_name, option_name, bad)
+    for engine_name in inference.engine_names()
+    for option_name, option in inference.get_engine(engine_name).options.items()
+    for bad in _bad_values(option)
+]
+
+
+@pytest.mark.parametrize(("engine_name", "option_name", "bad"), ENGINE_OPTION_CASES)
+def test_every_declared_engine_option_out_of_range_fails_before_any_compilation(
+    monkeypatch, engine_name, option_name, bad
+):
+    """Loops over the declarations themselves, so an option added later is covered; nothing may be simulated,
+    prepared or compiled before the error."""
+
+    def must_not_run(*args, **kwargs):
+        raise AssertionError("reached simulation or compilation before the option was checked")
+
+    monkeypatch.setattr(inference.api.Timer, "call", must_not_run)
+    model = dataclasses.replace(zoo.get(_cheapest_model_for(engine_name)), simulate=must_not_run)
+    with pytest.raises(OptionError, match=f"option {option_name} must be"):
+        inference.run(model, None, engine=engine_name, **{option_name: bad})

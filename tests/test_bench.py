@@ -90,7 +90,8 @@ def test_failing_cells_are_recorded_and_the_grid_goes_on(local_run):
         **{f"blr--broken--s{s}": "failed" for s in (0, 1)},
         **{f"blr--no-such-engine--s{s}": "failed" for s in (0, 1)},
     }
-    assert rows["blr--broken--s0"]["error"].startswith("OptionError: num_steps must be an integer >= 1")
+    error = rows["blr--broken--s0"]["error"]
+    assert error.startswith("OptionError: engine 'svi': option num_steps must be an int >= 1")
     assert "unknown engine 'no-such-engine'" in rows["blr--no-such-engine--s1"]["error"]
     svi = rows["blr--svi--s0"]
     # Every metric of compare, timings split, options, versions, host.

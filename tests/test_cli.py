@@ -30,7 +30,7 @@ def test_errors_exit_with_code_2_and_a_message(capsys):
     assert zoo_cli.main(["run", "gp/regresion"]) == 2
     assert "Did you mean 'gp/regression'" in capsys.readouterr().err
     assert zoo_cli.main(["run", "blr", "--engine", "nuts", "--samples", "-1"]) == 2
-    assert "num_samples must be an integer >= 1" in capsys.readouterr().err
+    assert "option num_samples must be an int >= 1, got -1" in capsys.readouterr().err
 
 
 def test_help_everywhere(capsys):

@@ -184,7 +184,7 @@ def test_bad_input_raises():
 @pytest.mark.parametrize(
     "options, match",
     [
-        ({"mode": "NIGPm"}, "mode must be one of"),
+        ({"mode": "NIGPm"}, "option mode must be a str in"),
         ({"passes": 0}, "passes"),
         ({"passes": 1.5}, "passes"),
         ({"num_steps": 0}, "num_steps"),

@@ -15,7 +15,7 @@ import numpy as np
 
 from zoo.errors import OptionError, unknown_name
 
-KINDS = ("int", "float", "bool", "str")
+KINDS = ("int", "float", "bool", "str", "mapping")
 _TRUE, _FALSE = {"true", "yes", "1"}, {"false", "no", "0"}
 
 
@@ -23,9 +23,10 @@ _TRUE, _FALSE = {"true", "yes", "1"}, {"false", "no", "0"}
 class Option:
     """One declared option.
 
-    kind: "int" | "float" | "bool" | "str"; ``sequence=True`` makes the value a tuple of that kind (from a list,
-    a tuple or the string "a,b,c"). minimum / maximum bound numbers (every entry of a sequence); choices bound
-    strings. ``default=None`` with ``optional=True`` means "derived from the other options".
+    kind: "int" | "float" | "bool" | "str" | "mapping" (a dict, e.g. parameter values by site name);
+    ``sequence=True`` makes the value a tuple of that kind (from a list, a tuple or the string "a,b,c").
+    minimum / maximum bound numbers inclusively, above / below strictly (every entry of a sequence); choices bound
+    strings. ``default=None`` with ``optional=True`` means "derived from the other options" (or "the model's").
     """
 
     kind: str
@@ -33,6 +34,8 @@ class Option:
     doc: str
     minimum: float | None = None
     maximum: float | None = None
+    above: float | None = None
+    below: float | None = None
     choices: tuple[str, ...] | None = None
     sequence: bool = False
     optional: bool = False
@@ -46,10 +49,13 @@ class Option:
         text = f"tuple of {self.kind}" if self.sequence else self.kind
         if self.choices:
             text += " in {" + ", ".join(self.choices) + "}"
-        if self.minimum is not None:
-            text += f" >= {self.minimum:g}"
-        if self.maximum is not None:
-            text += f" <= {self.maximum:g}"
+        low = ("[", ">=", self.minimum) if self.minimum is not None else ("(", ">", self.above)
+        high = ("]", "<=", self.maximum) if self.maximum is not None else (")", "<", self.below)
+        if low[2] is not None and high[2] is not None:
+            return f"{text} in {low[0]}{low[2]:g}, {high[2]:g}{high[0]}"
+        for _, sign, bound in (low, high):
+            if bound is not None:
+                text += f" {sign} {bound:g}"
         return text
 
 
@@ -102,6 +108,10 @@ def _scalar(owner: str, name: str, option: Option, value: Any) -> Any:
         if isinstance(value, str) and value.lower() in _TRUE | _FALSE:
             return value.lower() in _TRUE
         raise bad
+    if option.kind == "mapping":
+        if not isinstance(value, Mapping):
+            raise bad
+        return dict(value)
     if option.kind == "str":
         if not isinstance(value, str) or (option.choices and value not in option.choices):
             raise bad
@@ -109,11 +119,18 @@ def _scalar(owner: str, name: str, option: Option, value: Any) -> Any:
     number = _number(value, option.kind)
     if number is None:
         raise bad
-    if (option.minimum is not None and number < option.minimum) or (
-        option.maximum is not None and number > option.maximum
-    ):
+    if not _in_range(number, option):
         raise bad
     return number
+
+
+def _in_range(number: float, option: Option) -> bool:
+    return (
+        (option.minimum is None or number >= option.minimum)
+        and (option.maximum is None or number <= option.maximum)
+        and (option.above is None or number > option.above)
+        and (option.below is None or number < option.below)
+    )
 
 
 def _number(value: Any, kind: str) -> int | float | None:
@@ -133,4 +150,6 @@ def _number(value: Any, kind: str) -> int | float | None:
 
 def _article(option: Option) -> str:
     text = option.describe()
+    if option.kind == "mapping":
+        return "a mapping (dict)" + (" or None" if option.optional else "")
     return text if option.sequence else ("an " if text[0] in "aeiou" else "a ") + text

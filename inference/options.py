@@ -1,0 +1,52 @@
+"""The engine options whose meaning every engine that has them shares, declared once (docs/architecture.md#engines).
+
+An engine registers ``options={name: Option(...)}`` (``zoo.options.Option``: kind, default, range, choices) and
+``inference.run`` validates what the user passed against them in one place, before anything is compiled. The
+constructors below give the shared options their one meaning and range; an engine picks its own defaults.
+"""
+
+from zoo.options import Option
+
+
+def num_chains(default: int) -> Option:
+    return Option("int", default, "independent chains (or restarts), run in lockstep", minimum=1)
+
+
+def num_warmup(default: int, minimum: int = 0) -> Option:
+    return Option("int", default, "warm-up (adaptation) steps per chain, discarded", minimum=minimum)
+
+
+def num_samples(default: int, minimum: int = 1, doc: str = "draws kept per chain") -> Option:
+    return Option("int", default, doc, minimum=minimum)
+
+
+def num_particles(default: int, minimum: int = 2, doc: str = "particles per filter or population") -> Option:
+    return Option("int", default, doc, minimum=minimum)
+
+
+def num_steps(default: int, minimum: int = 1, doc: str = "optimisation (or outer) steps") -> Option:
+    return Option("int", default, doc, minimum=minimum)
+
+
+def learning_rate(default: float) -> Option:
+    return Option("float", default, "optimiser step size", above=0.0)
+
+
+def target_accept(default: float = 0.8) -> Option:
+    return Option("float", default, "target acceptance rate of step-size adaptation", above=0.0, below=1.0)
+
+
+def params(default: dict | None = None) -> Option:
+    doc = "fixed parameter values by site name" + (" (None: the model's defaults)" if default is None else "")
+    return Option("mapping", default, doc, optional=default is None)
+
+
+def choice(default: str, choices: tuple[str, ...], doc: str) -> Option:
+    return Option("str", default, doc, choices=tuple(choices))
+
+
+def fraction(default: float, doc: str, *, closed: bool = True) -> Option:
+    """A number in [0, 1] (``closed``) or (0, 1)."""
+    if closed:
+        return Option("float", default, doc, minimum=0.0, maximum=1.0)
+    return Option("float", default, doc, above=0.0, below=1.0)
