@@ -79,7 +79,7 @@ def component_draws(factor, part, A, num: int, seed: int) -> np.ndarray:
     """``num`` draws (num, m) of one component's posterior at A (m, 8) (mean plus L z; L with jitter, since a
     posterior covariance on a fine grid is singular to rounding)."""
     mean = dec.component_mean(factor, part, A)
-    cov = dec.component_covariance(factor, part, A, part, A, same=True)
+    cov = dec.component_covariance(factor, part, A, part, None, same=True)
     L = gp.cholesky(0.5 * (cov + cov.T))
     z = np.random.default_rng(seed).normal(size=(A.shape[0], num))
     return np.asarray(mean[:, None] + L @ z).T

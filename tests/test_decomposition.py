@@ -143,6 +143,18 @@ def test_partial_residuals_add_back_to_y():
     np.testing.assert_allclose(res[1], y - own[0], rtol=1e-12)
 
 
+def test_white_noise_component_keeps_its_prior_at_new_inputs():
+    """WN is zero between two input sets, so at new inputs its posterior is its prior: mean 0, variance sigma^2,
+    and the full covariance's diagonal agrees with the marginal variance."""
+    X, y, X_new = data()
+    k = kernels.with_values(kernels.parse("SE_0 + WN"), {"wn1_variance": 0.3}, D=2)
+    result = dec.decompose(k, X, y, 0.05, X_new, full_cov=True)
+    np.testing.assert_allclose(result.mean[1], 0.0, atol=1e-12)
+    np.testing.assert_allclose(result.var[1], 0.3, rtol=1e-12)
+    np.testing.assert_allclose(np.diagonal(result.cov[1, 1]), result.var[1], rtol=1e-12)
+    np.testing.assert_allclose(np.diagonal(result.cov[0, 0]), result.var[0], rtol=1e-9, atol=1e-12)
+
+
 def test_jit_over_a_kernel():
     X, y, X_new = data()
     k, noise = two_components()

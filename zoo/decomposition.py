@@ -81,16 +81,20 @@ def component_variance(factor: Factor, component: Kernel, A: Array) -> Array:
     return component.diag(A) - jnp.sum(_whitened(factor, component, A) ** 2, axis=0)
 
 
-def component_covariance(factor: Factor, first: Kernel, A: Array, second: Kernel, B: Array, same: bool) -> Array:
+def component_covariance(factor: Factor, first: Kernel, A: Array, second: Kernel, B: Array | None, same: bool) -> Array:
     """Cov[f_i(A), f_j(B) | y] = [same] k_i(A, B) - k_i(A, X) C^-1 k_j(X, B) (eqs. 2.17-2.18): (m_a, m_b).
 
     ``same``: whether ``first`` and ``second`` are the same component (then its prior covariance is added); two
     different components are independent a priori, so their posterior covariance is only the (negative) second term.
-    A and B may differ, e.g. each component on a grid along its own input dimension (Duvenaud Fig. 2.8).
+    A and B may differ, e.g. each component on a grid along its own input dimension (Duvenaud Fig. 2.8). B = None
+    means B = A as one input set, so a WN component keeps its variance on the diagonal (``k(A)``, not ``k(A, A)``).
     """
-    A, B = as_inputs(A), as_inputs(B)
-    cross = _whitened(factor, first, A).T @ _whitened(factor, second, B)
-    return (first(A, B) if same else 0.0) - cross
+    A = as_inputs(A)
+    B_ = A if B is None else as_inputs(B)
+    cross = _whitened(factor, first, A).T @ _whitened(factor, second, B_)
+    if not same:
+        return -cross
+    return (first(A) if B is None else first(A, B_)) - cross
 
 
 class Decomposition(NamedTuple):
@@ -128,7 +132,7 @@ def decompose(
     if full_cov:
         cov = jnp.stack(
             [
-                jnp.stack([component_covariance(factor, ki, X_new, kj, X_new, i == j) for j, kj in enumerate(parts)])
+                jnp.stack([component_covariance(factor, ki, X_new, kj, None, i == j) for j, kj in enumerate(parts)])
                 for i, ki in enumerate(parts)
             ]
         )
