@@ -13,6 +13,7 @@ from zoo import (  # noqa: E402,F401  (registers the models)
     deep_gp,
     gpssm,
     lgssm,
+    multioutput,
     nigp,
     nvc,
     regression,
