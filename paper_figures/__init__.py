@@ -24,6 +24,7 @@ SCRIPTS: list[str] = [
     "mchutchon_pgas_timing",
     "mchutchon_learning",
     "franzese_svgp",
+    "franzese_active_learning",
     "kaiser_dagp_noise_separation",
     "kaiser_dagp_multimodal",
     "kaiser_dagp_cartpole",
