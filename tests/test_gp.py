@@ -71,7 +71,7 @@ from sklearn.gaussian_process import kernels as sk  # noqa: E402
 
 import inference  # noqa: E402
 import zoo  # noqa: E402
-from zoo import kernels  # noqa: E402
+from zoo import kernels, regression  # noqa: E402
 from zoo.errors import OptionError, ZooError  # noqa: E402
 
 
@@ -198,12 +198,25 @@ def test_a_composite_kernel_runs_under_every_engine_of_a_collapsed_model(engine,
     assert all(np.isfinite(group[name]).all() for name in group.data_vars)
 
 
-def test_the_exact_engine_reports_the_jitter_of_the_latent_gp():
-    spec = zoo.get("gp/regression-latent")
-    data = spec.simulate(jax.random.key(0), n=10)
-    result = inference.run(spec, data, "exact", 0, num_chains=2, num_samples=5)
-    jitter = np.asarray(result.point_estimates["jitter"])
-    np.testing.assert_allclose(jitter, gp.JITTER * 1.0)  # default variance 1: 1e-6 x mean diagonal
+@pytest.mark.parametrize("noise", [1e-3, 1e-2, 0.1])
+@pytest.mark.parametrize("n", [10, 60])  # 60 inputs on [-3, 3]: K alone no longer factorises in float64
+def test_exact_log_evidence_of_gp_regression_equals_an_independent_cholesky(n, noise):
+    """Both GP regression programs against scipy's dense log density of N(0, K + noise I) (LAPACK on the numpy
+    side): the exact engine on the latent program, and the collapsed program's log density, to 1e-8. The latent
+    program's factor of K alone gets jitter only where K does not factorise, and the result says so."""
+    params = {"lengthscale": jnp.array([1.0]), "variance": 1.0, "noise": noise}
+    data = zoo.get("gp/regression").simulate(jax.random.key(0), n=n)
+    X, y = np.asarray(data.observed["X"]), np.asarray(data.observed["y"])
+    K = np.exp(-0.5 * (X - X.T) ** 2)
+    independent = multivariate_normal(np.zeros(n), K + noise * np.eye(n)).logpdf(y)
+
+    result = inference.run("gp/regression-latent", data, "exact", 0, num_chains=1, num_samples=2, params=params)
+    assert abs(result.posterior.attrs["log_evidence"] - independent) < 1e-8
+    collapsed, _ = numpyro.infer.util.log_density(zoo.get("gp/regression").program, (), {"X": X, "y": y}, params)
+    prior = sum(d.log_prob(params[k]).sum() for k, d in regression.default_priors().items())
+    assert abs(float(collapsed - prior) - independent) < 1e-8
+    jitter = float(result.point_estimates["jitter"].values[0])
+    assert (jitter > 0) == (n == 60)
 
 
 def test_the_ml2_point_of_an_additive_kernel_lies_in_the_bulk_of_the_nuts_posterior():

@@ -100,19 +100,22 @@ def gp_regression_latent(X, y=None):
     of f is eqs. 4.6-4.7, which the ``conjugate`` view computes.
     """
     kernel, noise = _hyperparameters(X.shape[1], default_priors())
-    L = gp.cholesky(kernel(X))
+    L, _ = gp.cholesky_with_jitter(kernel(X))  # jitter only when K is singular to rounding (many close inputs)
     z = numpyro.sample("z", dist.Normal(0.0, 1.0).expand([X.shape[0]]).to_event(1))
     f = numpyro.deterministic("f", L @ z)
     numpyro.sample("y", dist.Normal(f, jnp.sqrt(noise)).to_event(1), obs=y)
 
 
 def gp_latent_conjugate(params, X, y) -> ConjugatePosterior:
-    """z | y ~ N with y = L z + eps; f = L z then has mean K (K + s2 I)^-1 y (Franzese eqs. 4.6-4.7)."""
+    """z | y ~ N with y = L z + eps; f = L z then has mean K (K + s2 I)^-1 y (Franzese eqs. 4.6-4.7).
+
+    The log evidence is GP regression's, log N(y | 0, K + s2 I), factorised without jitter (the noise makes it
+    positive definite): the same number ``gp/regression`` gives. The program's factor L of K gets jitter only when
+    K alone does not factorise (``jitter`` > 0 then, and f = L z has covariance K + jitter I)."""
     kernel = SquaredExponential(params["variance"], params["lengthscale"])
-    K = kernel(X)
-    L = gp.cholesky(K)  # the program's f = L z: K + jitter is part of this model (K alone is singular to rounding)
-    post, log_evidence = gp.linear_gaussian_posterior(jnp.eye(X.shape[0]), L, y, params["noise"])
-    jitter = gp.JITTER * jnp.mean(jnp.diagonal(K))
+    L, jitter = gp.cholesky_with_jitter(kernel(X))
+    post, _ = gp.linear_gaussian_posterior(jnp.eye(X.shape[0]), L, y, params["noise"])
+    log_evidence = gp.log_marginal_likelihood(kernel, X, y, params["noise"])
     return ConjugatePosterior(post.mean, post.cov, lambda z: {"z": z, "f": L @ z}, log_evidence, jitter)
 
 
