@@ -52,7 +52,7 @@ def resolve_params(spec: ModelSpec, dataset: Dataset, params: Mapping[str, Any] 
     resolved = {}
     for name, value in params.items():
         if name not in sites:
-            raise OptionError(str(unknown_name(f"parameter of {spec.name}", name, sites)))
+            raise OptionError(_unknown_parameter(spec, name, sites))
         shape = sites[name]["shape"]
         try:
             array = jnp.broadcast_to(jnp.asarray(value, dtype=float), shape)
@@ -63,6 +63,15 @@ def resolve_params(spec: ModelSpec, dataset: Dataset, params: Mapping[str, Any] 
             raise OptionError(f"params[{name!r}] = {value!r} is outside the support of the site ({support}).")
         resolved[name] = array
     return resolved
+
+
+def _unknown_parameter(spec: ModelSpec, name: str, sites: Mapping[str, Any]) -> str:
+    """The message for a name that is no site: the parameters (the sites the model gives defaults for, when it
+    does) are listed as known; the other latent sites (states, latent functions) are named apart."""
+    parameters = [site for site in sites if site in spec.default_params] or list(sites)
+    latent = sorted(set(sites) - set(parameters))
+    message = str(unknown_name(f"parameter of {spec.name}", name, parameters))
+    return message + (f" Latent variables (not parameters): {', '.join(latent)}." if latent else "")
 
 
 def _as_jax(arrays: Mapping[str, Any]) -> dict[str, Any]:

@@ -136,3 +136,11 @@ def test_every_declared_engine_option_out_of_range_fails_before_any_compilation(
     model = dataclasses.replace(zoo.get(_cheapest_model_for(engine_name)), simulate=must_not_run)
     with pytest.raises(OptionError, match=f"option {option_name} must be"):
         inference.run(model, None, engine=engine_name, **{option_name: bad})
+
+
+def test_an_unknown_parameter_lists_the_parameters_not_the_latent_states():
+    with pytest.raises(OptionError) as error:
+        inference.run("lgssm", None, engine="kalman", params={"noize": 1.0})
+    known, _, latent = str(error.value).partition("Latent variables")
+    assert "Known: A, C, obs_var, process_var." in known and "x1" not in known
+    assert "x, x1" in latent
