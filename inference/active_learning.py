@@ -11,6 +11,9 @@ fixed-capacity buffers so a whole run is one ``jax.lax.scan`` compiled once, wha
 - ``aggregator(gp, gate, threshold)``: incremental aggregation of a stream of labelled points (sec. 7.1.1). Each
   arriving point is appended (``gate="always"``) or appended only where the GP is still uncertain about it
   (``gate="uncertainty"``: normalised variance var_f(x) / k(x, x) > ``threshold``, default 0.4).
+- ``corrector(gp, threshold, edit)``: interactive corrections (sec. 7.2 is empty in the text; the rule is the
+  author's ILoSA code's): a correction of the prediction at x adds a point where the GP is uncertain and edits the
+  held labels elsewhere.
 
 Appending is the bordered Cholesky update of ``zoo.linalg`` (eqs. 7.1-7.2 in factor form), O(C^2) per point.
 Hyperparameters are fixed: learn them first with ``inference.run("gp/regression", data, engine="ml2")`` and pass
@@ -288,6 +291,74 @@ def aggregator(gp: FixedGP, gate: str = "always", threshold: float = UNCERTAINTY
         grown = append(gp, state, x, y)
         new = jax.tree.map(lambda a, b: jnp.where(take, a, b), grown, state)
         return new, AggregationInfo(take, mean, variance, normalised)
+
+    return Algorithm(partial(init, gp), step)
+
+
+class CorrectionInfo(NamedTuple):
+    """What one correction step saw and did at x, before the update."""
+
+    aggregated: Array  # () bool: True if the point was added, False if the labels were edited instead
+    mean: Array  # () posterior mean of f at x
+    normalised_variance: Array  # () var_f(x) / k(x, x)
+
+
+def kernel_edit(gp: FixedGP, state: State, x: Array, correction: Array) -> Array:
+    """Label change (C,) spreading the correction over the held points by their covariance with x:
+    correction k(X, x) / (k(x, x) + sigma_n^2) (the author's later ILoSA variant, ``update_with_k``)."""
+    cross = linalg.masked(gp.kernel(state.X, x[None, :])[:, 0], state.size)
+    return correction * cross / (gp.kernel.diag(x[None, :])[0] + gp.noise)
+
+
+def min_norm_edit(gp: FixedGP, state: State, x: Array, correction: Array) -> Array:
+    """The smallest label change (C,) that moves the posterior mean at x by exactly ``correction``: with
+    a = K_y^{-1} k(X, x), the mean is a^T y, so the change is correction a / (a^T a) (pinv of a^T; the ILoSA 2021
+    variant, ``update_with_A``, which also clips the pseudo-inverse's entries to [-1, 1]; we do not)."""
+    solve = partial(jax.scipy.linalg.solve_triangular, state.chol, lower=True)
+    whitened_cross = solve(linalg.masked(gp.kernel(state.X, x[None, :])[:, 0], state.size))
+    a = linalg.masked(jax.scipy.linalg.solve_triangular(state.chol.T, whitened_cross, lower=False), state.size)
+    return correction * a / jnp.maximum(a @ a, jnp.finfo(a.dtype).tiny)
+
+
+EDITS: dict[str, Callable] = {"kernel": kernel_edit, "min_norm": min_norm_edit}
+
+
+def corrector(
+    gp: FixedGP,
+    threshold: float = UNCERTAINTY_THRESHOLD,
+    edit: str = "kernel",
+    label_bounds: tuple[float, float] | None = None,
+) -> Algorithm:
+    """Interactive corrections: ``step(state, x (D,), correction ()) -> (state, CorrectionInfo)``.
+
+    Sec. 7.2 of the text is empty; this is the rule of the author's public ILoSA code (outside the text,
+    docs/sources/franzese.md#active-learning): a supervisor corrects the prediction mu(x) by ``correction``. Where the
+    GP is uncertain (var_f(x) / k(x, x) > ``threshold``) the point (x, mu(x) + correction) is appended; elsewhere no
+    point is added and the held labels are edited (``edit``: ``"kernel"`` or ``"min_norm"``, see ``EDITS``). The
+    factor does not change when labels do (K_y does not depend on y); the whitened targets are re-solved, O(C^2).
+    ``label_bounds`` (low, high) clips labels to physical limits (ILoSA clips them); default: no clipping.
+    """
+    if edit not in EDITS:
+        raise unknown_name("label edit", edit, EDITS)
+    if not (isinstance(threshold, int | float | np.floating) and 0.0 <= float(threshold) <= 1.0):
+        raise OptionError(f"threshold is a normalised variance in [0, 1], got {threshold!r}.")
+    if label_bounds is not None and not (len(label_bounds) == 2 and float(label_bounds[0]) < float(label_bounds[1])):
+        raise OptionError(f"label_bounds must be (low, high) with low < high, got {label_bounds!r}.")
+    change_labels = EDITS[edit]
+
+    def clip(labels):
+        return labels if label_bounds is None else jnp.clip(labels, *label_bounds)
+
+    def step(state, x, correction):
+        mean, variance = (v[0] for v in posterior(gp, state, x[None, :]))
+        normalised = variance / gp.kernel.diag(x[None, :])[0]
+        uncertain = normalised > threshold
+        grown = append(gp, state, x, clip(mean + correction))
+        y = linalg.masked(clip(state.y + change_labels(gp, state, x, correction)), state.size)
+        whitened = jax.scipy.linalg.solve_triangular(state.chol, y, lower=True)
+        edited = state._replace(y=y, whitened_y=whitened)
+        new = jax.tree.map(lambda a, b: jnp.where(uncertain, a, b), grown, edited)
+        return new, CorrectionInfo(uncertain, mean, normalised)
 
     return Algorithm(partial(init, gp), step)
 

@@ -22,7 +22,8 @@ mean +- 1 se over runs; data-set size along the stream for both gates), ``curves
 
 Not reproduced: the re-fit of the hyperparameters after every query and the erratic early uncertainty it causes
 (a re-fit changes K_y everywhere, so it is a refactorisation, not a rank-one update; this API holds hyperparameters
-fixed); sec. 7.2 ("smart aggregation and interactive learning") is empty in the text.
+fixed); sec. 7.2 ("smart aggregation and interactive learning") is empty in the text, so the interactive
+``corrector`` (the author's ILoSA rule, outside the text) is tested but not plotted.
 """
 
 from pathlib import Path

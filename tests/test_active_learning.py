@@ -180,4 +180,58 @@ def test_bad_input_is_a_clear_error_before_compilation():
         al.learner(model, jnp.zeros((10, 1)), sine_oracle, "max_varaince")
     with pytest.raises(OptionError, match="threshold"):
         al.aggregator(model, "uncertainty", threshold=1.5)
+    with pytest.raises(KeyError, match="unknown label edit 'minnorm'. Did you mean 'min_norm'"):
+        al.corrector(model, edit="minnorm")
+    with pytest.raises(OptionError, match="label_bounds"):
+        al.corrector(model, label_bounds=(1.0, -1.0))
     assert compiled == (al._init._cache_size(), al._scan_acquisitions._cache_size(), al._scan_stream._cache_size())
+
+
+def test_label_edits_move_the_mean_as_defined_and_leave_the_factor_alone():
+    """min_norm moves mu(x) by exactly the correction; kernel spreads it by k(X, x) / (k(x, x) + noise); where the GP
+    is uncertain a point (x, mu(x) + correction) is appended instead, and the factor stays exact."""
+    model = al.fixed_gp(KERNEL_1D, NOISE)
+    X0 = jnp.linspace(0.0, 10.0, 15)[:, None]
+    state = al.init(model, X0, jnp.sin(X0[:, 0]), capacity=20)
+    x_known, x_unknown, correction = jnp.array([5.2]), jnp.array([12.5]), 0.37
+    mean_before = float(al.posterior(model, state, x_known[None])[0][0])
+    for edit in ("min_norm", "kernel"):
+        new, info = jax.jit(al.corrector(model, 0.4, edit).step)(state, x_known, correction)
+        assert not bool(info.aggregated) and int(new.size) == 15
+        np.testing.assert_array_equal(new.chol, state.chol)  # K_y does not depend on the labels
+        fresh = fresh_factor(KERNEL_1D, np.asarray(X0), NOISE)
+        np.testing.assert_allclose(new.whitened_y[:15], np.linalg.solve(fresh, new.y[:15]), rtol=1e-9, atol=1e-12)
+        shift = float(al.posterior(model, new, x_known[None])[0][0]) - mean_before
+        if edit == "min_norm":
+            assert shift == pytest.approx(correction, rel=1e-9)
+        else:
+            k_x = se_gram(KERNEL_1D, X0, x_known[None])[:, 0]
+            expected = correction * k_x / (float(KERNEL_1D.variance) + NOISE)
+            np.testing.assert_allclose(new.y[:15] - state.y[:15], expected, rtol=1e-12, atol=1e-15)
+            assert 0.0 < shift < correction  # spread, not exact
+    new, info = al.corrector(model, 0.4)[1](state, x_unknown, correction)
+    assert bool(info.aggregated) and int(new.size) == 16
+    assert abs(float(info.mean)) > 0.05  # near the data: the appended label must carry the mean
+    assert float(new.y[15]) == pytest.approx(float(info.mean) + correction)
+    np.testing.assert_array_equal(new.y[:15], state.y[:15])
+    assert_factor_matches(np.asarray(new.chol[:16, :16]), fresh_factor(KERNEL_1D, np.asarray(new.X[:16]), NOISE))
+
+
+def test_corrections_converge_with_few_points():
+    """A supervisor that corrects the prediction towards sin(x) at 300 random inputs: the field converges while the
+    data set stays small (points are added only where the GP is uncertain)."""
+    model = al.fixed_gp(SquaredExponential(variance=1.0, lengthscale=jnp.array([1.0])), 0.01)
+    grid = jnp.linspace(0.0, 10.0, 200)[:, None]
+    corrector = al.corrector(model, 0.4, "kernel")
+    state = corrector.init(jnp.zeros((0, 1)), jnp.zeros(0), 300)
+
+    def rmse(s):
+        return float(jnp.sqrt(jnp.mean((al.posterior(model, s, grid)[0] - jnp.sin(grid[:, 0])) ** 2)))
+
+    def supervised(s, x):  # the supervisor's correction depends on the current prediction at x
+        return corrector.step(s, x, jnp.sin(x[0]) - al.posterior(model, s, x[None])[0][0])
+
+    inputs = jax.random.uniform(jax.random.PRNGKey(4), (300, 1), minval=0.0, maxval=10.0)
+    final, info = jax.jit(lambda s, xs: jax.lax.scan(supervised, s, xs))(state, inputs)
+    assert rmse(final) < 0.2 * rmse(state)
+    assert int(final.size) == int(info.aggregated.sum()) <= 20
