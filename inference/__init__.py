@@ -5,6 +5,7 @@
 
 import zoo  # noqa: F401  (float64 and the compilation cache before any engine traces)
 from inference import (  # noqa: F401  (register the engines)
+    diagnostics,  # noqa: F401  (imports ArviZ quietly, before anything else does)
     exact,
     kalman,
     ml2,
