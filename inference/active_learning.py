@@ -1,11 +1,11 @@
 """Active learning and incremental aggregation with a GP of fixed hyperparameters (Franzese 2024, ch. 7;
 docs/sources/franzese.md#active-learning).
 
-Two loops over the same state, written BlackJAX-style: a pure ``init`` and ``step`` over an explicit state, with
+Three procedures over the same state, written BlackJAX-style: a pure ``init`` and ``step`` over an explicit state, with
 fixed-capacity buffers so a whole run is one ``jax.lax.scan`` compiled once, whatever the number of points.
 
-- ``learner(gp, candidates, oracle, rule)``: active learning (sec. 7.1). Each step predicts on the candidate set
-  (C_M, "a grid of the workspace"), picks one by the acquisition ``rule`` (``"max_variance"``: argmax of the
+- ``learner(gp, candidates, oracle, rule)``: active learning (sec. 7.1). Each step predicts on the M candidates
+  ((M, D), "a grid of the workspace"), picks one by the acquisition ``rule`` (``"max_variance"``: argmax of the
   posterior variance of f, the text's rule; ``"random"``: a uniform pick, the baseline it is compared with), asks
   the ``oracle`` for its label and appends it.
 - ``aggregator(gp, gate, threshold)``: incremental aggregation of a stream of labelled points (sec. 7.1.1). Each
@@ -90,7 +90,7 @@ class AggregationInfo(NamedTuple):
 
 class Algorithm(NamedTuple):
     """BlackJAX's shape: ``init(X0, y0, capacity) -> State`` (validates, not jit-able) and a pure, jit-able ``step``;
-    ``input_dims`` is the D the step was built for (the candidates'), None if any."""
+    ``input_dims`` is the D the step was built for (the candidates'), None when its inputs come as arguments."""
 
     init: Callable
     step: Callable
@@ -225,7 +225,7 @@ def posterior(gp: FixedGP, state: State, X_new: Array) -> tuple[Array, Array]:
     return mean, jnp.maximum(variance, 0.0)  # rounding can leave -1e-17 where the variance is ~0
 
 
-# -- acquisition rules and gates: (key, mean (M,), variance (M,)) -> index; (variance, prior variance) -> bool ----
+# -- acquisition rules, (key, mean (M,), variance (M,)) -> index, and the loops that use them ---------------------
 
 
 def max_variance(key: Array, mean: Array, variance: Array) -> Array:
