@@ -79,19 +79,20 @@ def test_kronecker_forward_mode_equals_dense():
     np.testing.assert_allclose(t_fast, t_dense, rtol=1e-10)
 
 
-def test_kronecker_gradient_finite_with_degenerate_eigenvalues():
-    # Duplicated inputs give K_x repeated eigenvalues and a diagonal B with equal entries is degenerate too: the
-    # derivative of eigh would divide by zero gaps; the hand-written rule must not.
+def test_kronecker_gradient_exact_with_degenerate_eigenvalues():
+    # Tied outputs with one shared variance and noise make B~ = (variance / noise) I exactly degenerate, and duplicated
+    # inputs repeat eigenvalues of K_x: differentiating through eigh gives NaN here (1 / 0 eigenvalue gaps); the
+    # hand-written rule needs no gaps and must equal the dense derivative.
     Xd = np.repeat(X[:5], 3, axis=0)
     Yd = RNG.normal(size=(15, P))
+    noise = np.full(P, 0.1)
+    se = kernels.SE(1.0, LENGTHSCALE)
 
     def loglik(v):
-        return kronecker.kronecker_log_likelihood(jnp.eye(P) * v, kernels.SE(1.0, LENGTHSCALE)(Xd), NOISE, Yd)
+        return kronecker.kronecker_log_likelihood(jnp.eye(P) * v, se(Xd), noise, Yd)
 
     def dense(v):
-        return base.dense_log_marginal_likelihood(
-            TiedKernel(kernels.SE(1.0, LENGTHSCALE), jnp.full(P, v)), Xd, Yd, NOISE
-        )
+        return base.dense_log_marginal_likelihood(TiedKernel(se, jnp.full(P, v)), Xd, Yd, noise)
 
     np.testing.assert_allclose(jax.jit(jax.grad(loglik))(0.7), jax.jit(jax.grad(dense))(0.7), rtol=1e-10)
 
