@@ -117,9 +117,10 @@ def default_W(num_outputs: int, rank: int) -> np.ndarray:
 
 
 def true_W(num_outputs: int, rank: int) -> np.ndarray:
-    """The simulation's W: W[p, r] = cos(pi p / P + r), outputs correlated with mixed signs."""
+    """The simulation's W: W[p, r] = cos(pi (p + 1/2) / P + r): outputs correlated with mixed signs (for P = 2,
+    W = (0.71, -0.71): a correlation of -0.83 with kappa = 0.1)."""
     p, r = np.meshgrid(np.arange(num_outputs), np.arange(rank), indexing="ij")
-    return np.cos(np.pi * p / num_outputs + r)
+    return np.cos(np.pi * (p + 0.5) / num_outputs + r)
 
 
 def simulate_icm(key, num_outputs: int, rank: int, n: int = 40, d: int = 1, n_test: int = 50) -> Dataset:
