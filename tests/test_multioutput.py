@@ -328,6 +328,10 @@ def test_bad_input_is_refused_before_compilation():
     with pytest.raises(KernelError, match="input dimension 3"):
         spec = zoo.get("gp/multioutput-tied", kernel="SE_3")
         handlers.trace(handlers.seed(spec.program, 0)).get_trace(X=X, Y=Y[:, :2])
+    with pytest.raises(KernelError, match="noise must be positive"):
+        icm_log_marginal_likelihood(ICM(kernels.SE(), Coregion(W, KAPPA)), X, Y, np.array([0.1, 0.0, 0.1]))
+    with pytest.raises(KernelError, match="kappa must be positive"):
+        icm_log_marginal_likelihood(ICM(kernels.SE(), Coregion(W, -KAPPA)), X, Y, NOISE)
     with pytest.raises(KernelError, match=r"lengthscale \(R, P, D=2\)"):
         ConvolutionProcess(np.ones((1, 3)), np.ones((1, 3, 1))).check(2)
     with pytest.raises(KernelError, match="positive"):

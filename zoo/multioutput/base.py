@@ -15,13 +15,14 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import numpyro
 import numpyro.distributions as dist
 from numpyro import handlers
 from numpyro.distributions import constraints
 
 from zoo import gp, kernels
-from zoo.kernels import Kernel
+from zoo.kernels import Kernel, KernelError
 from zoo.registry import Dataset
 
 Array = Any
@@ -37,6 +38,18 @@ def pytree_dataclass(*data: str):
         return jax.tree_util.register_dataclass(cls, data_fields=list(data), meta_fields=meta)
 
     return decorate
+
+
+def check_positive(name: str, value: Array, what: str) -> Array:
+    """``value`` if every entry is finite and > 0, else a ``KernelError`` naming it (``what`` says why it must be).
+    Tracers (values sampled inside a program) pass: their priors' support keeps them positive."""
+    try:
+        concrete = np.asarray(value, dtype=float)
+    except Exception:  # a tracer
+        return value
+    if not np.all(np.isfinite(concrete) & (concrete > 0)):
+        raise KernelError(f"{name} must be positive and finite ({what}), got {concrete.tolist()}.")
+    return value
 
 
 def stacked_indices(N: int, P: int) -> Array:

@@ -88,6 +88,7 @@ class LMC(base.MultiOutputKernel):
 
 def icm_log_marginal_likelihood(icm: ICM, X: Array, Y: Array, noise: Array) -> Array:
     """log p(Y | ICM, noise) by the Kronecker fast path: X (N, D) shared by all outputs, Y (N, P), noise (P,) > 0."""
+    base.check_positive("kappa", icm.coregion.kappa, "B = W W^T + diag(kappa) must be positive definite")
     return KroneckerNormal(icm.coregion.matrix(), icm.kernel(kernels.as_inputs(X)), noise).log_prob(Y)
 
 

@@ -29,6 +29,8 @@ import jax.numpy as jnp
 import numpyro.distributions as dist
 from numpyro.distributions import constraints
 
+from zoo.multioutput.base import check_positive
+
 Array = Any
 
 
@@ -124,6 +126,7 @@ class KroneckerNormal(dist.Distribution):
     arg_constraints = {}
 
     def __init__(self, B: Array, Kx: Array, noise: Array, validate_args: bool | None = None):
+        noise = check_positive("noise", noise, "the Kronecker path whitens by noise^-1/2; use the dense likelihood")
         self.B, self.Kx, self.noise = B, Kx, noise
         super().__init__(batch_shape=(), event_shape=(Kx.shape[-1], B.shape[-1]), validate_args=validate_args)
 
