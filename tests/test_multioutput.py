@@ -18,6 +18,7 @@ from scipy import integrate
 from scipy.stats import multivariate_normal
 
 import zoo
+import zoo.multioutput as mo
 from zoo import gp, kernels
 from zoo.errors import DataError, OptionError
 from zoo.kernels import KernelError
@@ -311,6 +312,59 @@ def test_convolution_program_is_the_dense_cp_likelihood():
     cp = ConvolutionProcess.from_variance(variance, lengthscale)
     cov = np.asarray(cp.stacked(X)) + np.diag(np.repeat(NOISE, N))
     np.testing.assert_allclose(value, multivariate_normal(np.zeros(N * P), cov).logpdf(Y.T.reshape(-1)), rtol=1e-10)
+
+
+# -- prediction and reading fitted values -----------------------------------------------------------------------------
+
+
+def test_predict_of_tied_outputs_is_each_outputs_gp_posterior():
+    variance = np.array([0.5, 1.5, 3.0])
+    se = kernels.SE(1.0, LENGTHSCALE)
+    X_new = RNG.uniform(-2, 2, size=(7, D))
+    mean, var = base.predict(TiedKernel(se, variance), X, Y, NOISE, X_new)
+    for p in range(P):
+        post = gp.predict(variance[p] * se, X, Y[:, p], NOISE[p], X_new, full_cov=False)
+        np.testing.assert_allclose(mean[:, p], post.mean, rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(var[:, p], post.cov, rtol=1e-9, atol=1e-12)
+
+
+def test_predict_of_icm_equals_the_dense_kronecker_formulas():
+    # cross-output blocks: the posterior of output q at X_new uses every output's data through B[p, q]
+    se = kernels.SE(1.0, LENGTHSCALE)
+    B = W @ W.T + np.diag(KAPPA)
+    X_new = RNG.uniform(-2, 2, size=(6, D))
+    mean, var = base.predict(ICM(se, Coregion(W, KAPPA)), X, Y, NOISE, X_new)
+    K = np.kron(B, np.asarray(se(X))) + np.kron(np.diag(NOISE), np.eye(N))
+    Ks = np.kron(B, np.asarray(se(X, X_new)))  # (P N, P M)
+    expected_mean = Ks.T @ np.linalg.solve(K, Y.T.reshape(-1))
+    expected_var = np.repeat(np.diag(B), 6) - np.einsum("ij,ij->j", Ks, np.linalg.solve(K, Ks))
+    np.testing.assert_allclose(mean.T.reshape(-1), expected_mean, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(var.T.reshape(-1), expected_var, rtol=1e-9, atol=1e-12)
+
+
+def test_fitted_values_rebuild_the_programs_likelihood():
+    variance, lengthscale = RNG.uniform(0.5, 2, (1, P)), RNG.uniform(0.3, 2, (1, P, D))
+    cases = [
+        (
+            zoo.get("gp/multioutput-tied", num_outputs=P, share_variance=True),
+            {"lengthscale": LENGTHSCALE, "variance": 0.7, "noise": NOISE},
+            lambda e: mo.tied_from(e, P),
+        ),
+        (
+            zoo.get("gp/icm", num_outputs=P, rank=2),
+            {"lengthscale": LENGTHSCALE, "W": W, "kappa": KAPPA, "noise": NOISE},
+            mo.icm_from,
+        ),
+        (
+            zoo.get("gp/convolution", num_outputs=P),
+            {"variance": variance, "lengthscale": lengthscale, "noise": NOISE},
+            mo.convolution_from,
+        ),
+    ]
+    for spec, estimates, read in cases:
+        value, _ = y_site_log_prob(spec, estimates, {"X": X, "Y": Y})
+        kernel, noise = read(estimates)
+        np.testing.assert_allclose(dense_log_marginal_likelihood(kernel, X, Y, noise), value, rtol=1e-10)
 
 
 # -- bad input -------------------------------------------------------------------------------------------------------

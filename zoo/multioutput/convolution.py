@@ -92,6 +92,13 @@ class ConvolutionProcess(base.MultiOutputKernel):
         return jnp.sum(math.pi ** (K / 2) * jnp.asarray(self.amplitude) ** 2 * jnp.prod(ls, axis=-1), axis=0)
 
 
+def convolution_from(estimates) -> tuple[ConvolutionProcess, Array]:
+    """(``ConvolutionProcess``, noise (P,)) of gp/convolution's sites in ``estimates`` (e.g. one chain of an ``ml2``
+    result's point estimates)."""
+    kern = ConvolutionProcess.from_variance(jnp.asarray(estimates["variance"]), jnp.asarray(estimates["lengthscale"]))
+    return kern, jnp.asarray(estimates["noise"])
+
+
 # -- the gp/convolution family -------------------------------------------------------------------------------------
 
 VARIANCE_LOC, LENGTHSCALE_LOC, NOISE_LOC = 0.0, 0.0, -2.0  # LogNormal(., 1) priors, as gp/regression

@@ -92,6 +92,14 @@ def icm_log_marginal_likelihood(icm: ICM, X: Array, Y: Array, noise: Array) -> A
     return KroneckerNormal(icm.coregion.matrix(), icm.kernel(kernels.as_inputs(X)), noise).log_prob(Y)
 
 
+def icm_from(estimates, kernel: "Kernel | str" = "SE") -> tuple[ICM, Array]:
+    """(``ICM``, noise (P,)) of gp/icm's sites in ``estimates`` (e.g. one chain of an ``ml2`` result's point
+    estimates) for the variant built with ``kernel``."""
+    template = kernels.parse(kernel) if isinstance(kernel, str) else kernel
+    coregion = Coregion(jnp.asarray(estimates["W"]), jnp.asarray(estimates["kappa"]))
+    return ICM(base.shared_kernel_from(template, estimates), coregion), jnp.asarray(estimates["noise"])
+
+
 # -- the gp/icm family --------------------------------------------------------------------------------------------
 
 W_PRIOR_SCALE = 1.0  # W ~ N(0, 1): prior output variance R + E[kappa] (docs/sources/franzese.md#icm)

@@ -47,6 +47,15 @@ def tied_log_marginal_likelihood(kernel: Kernel, variance, noise, X, Y):
     return KroneckerNormal(jnp.diag(variance), kernel(kernels.as_inputs(X)), noise).log_prob(Y)
 
 
+def tied_from(estimates, num_outputs: int, kernel: "Kernel | str" = "SE") -> tuple["TiedKernel", jax.Array]:
+    """(``TiedKernel``, noise (P,)) of gp/multioutput-tied's sites in ``estimates`` (e.g. one chain of an ``ml2``
+    result's point estimates) for the variant with ``num_outputs`` and ``kernel``; shared sites are broadcast."""
+    template = kernels.parse(kernel) if isinstance(kernel, str) else kernel
+    variance = jnp.broadcast_to(jnp.asarray(estimates["variance"]), (num_outputs,))
+    noise = jnp.broadcast_to(jnp.asarray(estimates["noise"]), (num_outputs,))
+    return TiedKernel(base.shared_kernel_from(template, estimates), variance), noise
+
+
 # -- the vector-field example --------------------------------------------------------------------------------------
 
 DT = 0.1  # time step of the demonstrations: displacement = DT * velocity
