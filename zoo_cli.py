@@ -74,8 +74,10 @@ def cmd_run(args) -> int:
     if args.params:
         options["params"] = _key_values(args.params, "--params")
     size = _key_values(args.size, "--size")
-    data_seed = args.seed if args.data_seed is None else args.data_seed
-    data = spec.simulate(jax.random.key(data_seed), **size) if (size or args.data_seed is not None) else None
+    data = _data_file(args, spec)
+    if data is None and (size or args.data_seed is not None):
+        data_seed = args.seed if args.data_seed is None else args.data_seed
+        data = spec.simulate(jax.random.key(data_seed), **size)
     print(f"zoo: running {args.engine} on {spec.name} (seed {args.seed}) ...", file=sys.stderr, flush=True)
     idata = inference.run(spec, data, engine=args.engine, seed=args.seed, **options)
     table = diagnostics.summary(idata)
@@ -94,6 +96,37 @@ def cmd_run(args) -> int:
         diagnostics.to_netcdf(idata, args.out)
         print(f"wrote {args.out}")
     return 0
+
+
+def _data_file(args, spec):
+    """The Dataset of ``--data`` (with ``--map`` and ``--test``), or None when no data file was given. Read here, so a
+    bad file fails before anything is compiled (docs/architecture.md#data-files)."""
+    from zoo.errors import DataError
+
+    simulated = [flag for flag, given in (("--size", args.size), ("--data-seed", args.data_seed is not None)) if given]
+    if not args.data:
+        if args.test or args.map:
+            raise DataError(f"{'--test' if args.test else '--map'} needs --data (the observed data file).")
+        return None
+    if simulated:
+        raise DataError(f"--data reads the data from a file; {' and '.join(simulated)} would simulate it: give one.")
+    from inference.files.data import load_dataset, parse_mapping
+
+    return load_dataset(args.data, spec, parse_mapping(args.map), test=args.test)
+
+
+def add_data_arguments(p: argparse.ArgumentParser) -> None:
+    """``--data``, ``--map`` and ``--test`` (shared by ``zoo run`` and ``zoo compare``)."""
+    p.add_argument("--data", metavar="FILE", help="observed data from a .csv, .npz or .nc file (see --map)")
+    p.add_argument(
+        "--map",
+        action="append",
+        default=[],
+        metavar="ARG=COLUMN[,COLUMN...]",
+        help="the file's column(s) or variable(s) holding a model argument, e.g. --map y=strength "
+        "--map X=cement,age (repeatable; default: y is column y, X is columns X_0, X_1, ...)",
+    )
+    p.add_argument("--test", metavar="FILE", help="held-out test data (same layout and --map as --data)")
 
 
 def _fmt(x: float) -> str:
@@ -159,6 +192,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="KEY=VALUE",
         help="size of simulated data, e.g. --size n=100 (repeatable)",
     )
+    add_data_arguments(p)
     p.add_argument("--chains", type=int, help="num_chains")
     p.add_argument("--warmup", type=int, help="num_warmup")
     p.add_argument("--samples", type=int, help="num_samples")
