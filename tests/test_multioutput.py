@@ -17,6 +17,7 @@ from numpyro import handlers
 from scipy import integrate
 from scipy.stats import multivariate_normal
 
+import inference
 import zoo
 import zoo.multioutput as mo
 from zoo import gp, kernels
@@ -314,6 +315,20 @@ def test_convolution_program_is_the_dense_cp_likelihood():
     np.testing.assert_allclose(value, multivariate_normal(np.zeros(N * P), cov).logpdf(Y.T.reshape(-1)), rtol=1e-10)
 
 
+def test_kernel_values_are_pytrees_for_jit_and_grad():
+    values = [
+        ICM(kernels.SE(1.0, LENGTHSCALE), Coregion(W, KAPPA)),
+        TiedKernel(kernels.SE(1.0, LENGTHSCALE), np.array([0.5, 1.5, 3.0])),
+        random_cp(R=2, P=3, D=2),
+    ]
+    for kernel in values:
+        np.testing.assert_allclose(jax.jit(lambda k: k.stacked(X))(kernel), kernel.stacked(X), rtol=1e-13)
+        grads = jax.grad(lambda k: dense_log_marginal_likelihood(k, X, Y, NOISE))(kernel)
+        assert type(grads) is type(kernel)
+        leaves = jax.tree_util.tree_leaves(grads)
+        assert leaves and all(np.all(np.isfinite(leaf)) and np.any(leaf != 0) for leaf in leaves)
+
+
 # -- prediction and reading fitted values -----------------------------------------------------------------------------
 
 
@@ -370,7 +385,7 @@ def test_fitted_values_rebuild_the_programs_likelihood():
 # -- bad input -------------------------------------------------------------------------------------------------------
 
 
-def test_bad_input_is_refused_before_compilation():
+def test_bad_input_is_refused_before_compilation(monkeypatch):
     with pytest.raises(DataError, match="'Y' has size 2 on axis 1; expected 3"):
         zoo.get("gp/icm", num_outputs=3).validate({"X": X, "Y": Y[:, :2]})
     with pytest.raises(OptionError, match="rank"):
@@ -382,6 +397,16 @@ def test_bad_input_is_refused_before_compilation():
     with pytest.raises(KernelError, match="input dimension 3"):
         spec = zoo.get("gp/multioutput-tied", kernel="SE_3")
         handlers.trace(handlers.seed(spec.program, 0)).get_trace(X=X, Y=Y[:, :2])
+
+    # through inference.run: refused while the parameters are resolved, before anything is compiled
+    def must_not_run(*args, **kwargs):
+        raise AssertionError("reached compilation")
+
+    monkeypatch.setattr(inference.api.Timer, "call", must_not_run)
+    with pytest.raises(KernelError, match="input dimension 3"):
+        inference.run(zoo.get("gp/multioutput-tied", kernel="SE_3"), {"X": X, "Y": Y[:, :2]}, engine="ml2")
+    with pytest.raises(DataError, match="'Y' has size 3 on axis 1; expected 2"):
+        inference.run(zoo.get("gp/convolution"), {"X": X, "Y": Y}, engine="nuts")
     with pytest.raises(KernelError, match="noise must be positive"):
         icm_log_marginal_likelihood(ICM(kernels.SE(), Coregion(W, KAPPA)), X, Y, np.array([0.1, 0.0, 0.1]))
     with pytest.raises(KernelError, match="kappa must be positive"):
