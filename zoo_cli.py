@@ -159,6 +159,17 @@ def cmd_bench(args) -> int:
     return bench(args)
 
 
+def cmd_compare(args) -> int:
+    from benchmarks.compare import compare
+    from zoo.options import parse_assignments
+
+    args.model_option_values = parse_assignments(f"model {args.model!r}", args.model_option)
+    args.engine_option_values = _key_values(args.option, "--option")
+    args.size_values = _key_values(args.size, "--size")
+    args.params_values = _key_values(args.params, "--params")
+    return compare(args)
+
+
 def cmd_report(args) -> int:
     from benchmarks.cli import rebuild_report
 
@@ -235,6 +246,52 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--retry-failed", action="store_true", help="with --resume, run failed cells again")
     p.add_argument("--no-report", action="store_true", help="skip writing report.md/report.html")
     p.set_defaults(func=cmd_bench)
+
+    p = sub.add_parser(
+        "compare",
+        help="run several engines on one model and one data set and write the report of `zoo bench`",
+        description="Run ENGINES on MODEL (one data set: --data FILE, or simulated) and write the benchmark report "
+        "(engines side by side, ESS/s, errors against the reference engine, marginals, trace and rank plots).",
+    )
+    p.add_argument("model", help="model name (see `zoo list`)")
+    p.add_argument("--engines", required=True, help="engine names separated by commas, e.g. nuts,svi,pgas")
+    p.add_argument(
+        "--reference",
+        help="the engine the others are compared against (default: an exact engine that fits the model, added if "
+        "not listed, else the first of --engines)",
+    )
+    p.add_argument(
+        "--model-option", "-m", action="append", default=[], metavar="KEY=VALUE", help="a model option (repeatable)"
+    )
+    p.add_argument("--seeds", default="0", help="engine seeds separated by commas (default: 0)")
+    add_data_arguments(p)
+    p.add_argument(
+        "--size", action="append", default=[], metavar="KEY=VALUE", help="size of simulated data, e.g. --size n=100"
+    )
+    p.add_argument("--data-seed", type=int, default=0, help="seed of simulated data (default: 0)")
+    for flag, name in (
+        ("chains", "num_chains"),
+        ("warmup", "num_warmup"),
+        ("samples", "num_samples"),
+        ("steps", "num_steps"),
+        ("particles", "num_particles"),
+    ):
+        p.add_argument(f"--{flag}", type=int, help=f"{name}, for every engine that has it")
+    p.add_argument(
+        "--params", action="append", default=[], metavar="SITE=VALUE", help="fix a model parameter in every engine"
+    )
+    p.add_argument(
+        "--option",
+        "-o",
+        action="append",
+        default=[],
+        metavar="[ENGINE.]KEY=VALUE",
+        help="an engine option, value parsed as JSON: KEY=VALUE for every engine that has it, ENGINE.KEY=VALUE for "
+        "one, e.g. -o svi.guide=mvn (repeatable)",
+    )
+    p.add_argument("--out", help="results folder (default: bench_results/compare-MODEL)")
+    p.add_argument("--resume", action="store_true", help="finish an interrupted comparison in --out")
+    p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser("report", help="rebuild report.md and report.html from a results folder of `zoo bench`")
     p.add_argument("dir", help="results folder (e.g. bench_results/quick)")

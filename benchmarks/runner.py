@@ -50,7 +50,8 @@ class CellOutcome:
 
 
 def run_cell(cell: Cell) -> CellOutcome:
-    """Simulate the cell's dataset and run its engine through ``inference.run``; errors are returned."""
+    """Simulate the cell's dataset (or read its data files) and run its engine through ``inference.run``; errors are
+    returned."""
     started, clock = time.time(), time.perf_counter()
     host = socket.gethostname()
     try:
@@ -60,7 +61,12 @@ def run_cell(cell: Cell) -> CellOutcome:
         import zoo
 
         spec = zoo.get(cell.model, **cell.model_options)
-        dataset = spec.simulate(jax.random.key(cell.data_seed), **cell.size)
+        if cell.data_file:  # zoo compare --data: every engine of the model reads the same files
+            from inference.files.data import load_dataset
+
+            dataset = load_dataset(cell.data_file, spec, cell.data_map, cell.test_file or None)
+        else:
+            dataset = spec.simulate(jax.random.key(cell.data_seed), **cell.size)
         idata = inference.run(spec, dataset, engine=cell.engine, seed=cell.seed, **cell.options)
         return CellOutcome(cell, idata, _numeric(dataset.truth), None, None, host, started, time.perf_counter() - clock)
     except Exception as exc:  # a failing cell is recorded, never fatal to the grid

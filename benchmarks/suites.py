@@ -22,6 +22,7 @@ A cell is one (model, engine label, seed). Names of models and engines are not c
 does not exist (yet) makes its cells fail with the error, recorded like any other failure.
 """
 
+import json
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -56,6 +57,12 @@ class Cell:
     data_seed: int
     reference: str
     model_options: Mapping[str, Any] = field(default_factory=dict)
+    # Data read from files instead of simulated (``zoo compare --data``; suite files have no such key):
+    # absolute paths, the --map of argument -> columns, and the data file's SHA-256 so a changed file reruns.
+    data_file: str = ""
+    data_map: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    test_file: str = ""
+    data_digest: str = ""
 
     @property
     def variant(self) -> str:
@@ -84,6 +91,19 @@ class Cell:
             "model_options": dict(self.model_options),
             "data_seed": self.data_seed,
             "reference": self.reference,
+            # only when set, so rows of suites written before data files existed still match on resume
+            **({"data": self.data_source()} if self.data_file else {}),
+        }
+
+    def data_source(self) -> dict[str, Any]:
+        """The data files of the cell as plain JSON data (empty when its data are simulated)."""
+        if not self.data_file:
+            return {}
+        return {
+            "file": self.data_file,
+            "map": {k: list(v) for k, v in self.data_map.items()},
+            "test": self.test_file,
+            "sha256": self.data_digest,
         }
 
 
@@ -138,16 +158,80 @@ def parse(text: str, name: str, where: str = "<suite>") -> Suite:
     cells: list[Cell] = []
     for i, model in enumerate(models):
         cells.extend(_model_cells(model, default_seeds, f"{where}: models[{i}]"))
-    ids = [cell.id for cell in cells]
-    duplicates = sorted({i for i in ids if ids.count(i) > 1})
-    if duplicates:
-        raise SuiteError(f"{where}: cells appear twice: {', '.join(duplicates)} (give engines distinct labels).")
     description = raw.get("description", "")
     if not isinstance(description, str):
         raise SuiteError(f"{where}: 'description' must be a string.")
+    return from_cells(name, description, cells, source=text, where=where)
+
+
+def from_cells(name: str, description: str, cells: list[Cell], source: str | None = None, where: str = "") -> Suite:
+    """A Suite of ``cells`` built in code (``zoo compare``) or parsed (``parse``). ``source`` is the TOML text kept
+    with the results; None writes the equivalent suite file (``to_toml``), which also orders the report."""
+    ids = [cell.id for cell in cells]
+    duplicates = sorted({i for i in ids if ids.count(i) > 1})
+    if duplicates:
+        raise SuiteError(
+            f"{where or name}: cells appear twice: {', '.join(duplicates)} (give engines distinct labels)."
+        )
     # References first: the other cells of a model are compared against them as soon as they finish.
     ordered = sorted(cells, key=lambda cell: not cell.is_reference)
+    text = to_toml(description, cells) if source is None else source
     return Suite(name=name, description=description, cells=tuple(ordered), source=text)
+
+
+# Engines whose answer is exact for the models they fit: the reference of a comparison when one fits the model.
+EXACT_ENGINES = ("exact", "kalman")
+
+
+def default_reference(engines: list[str], fitting: list[str]) -> str:
+    """The reference of a comparison of ``engines`` (engine names, in order) on a model that ``fitting`` engines
+    fit: the first exact engine that fits (it may not be among ``engines``: the caller adds it), else the first
+    of ``engines``, as a suite file without ``reference`` does."""
+    exact = [name for name in EXACT_ENGINES if name in fitting]
+    listed = [name for name in exact if name in engines]
+    return (listed or exact or engines)[0]
+
+
+def to_toml(description: str, cells: list[Cell]) -> str:
+    """A suite file that ``parse`` reads back into ``cells`` (every engine's options written in full, so shared
+    ones repeat). Data files have no key in the format: they are named in a comment, and such a file rerun by
+    ``zoo bench`` would simulate its data."""
+    lines = [f"description = {_toml(description)}", ""]
+    models: dict[str, list[Cell]] = {}
+    for cell in cells:
+        models.setdefault(cell.variant, []).append(cell)
+    for group in models.values():
+        first = group[0]
+        seeds = list(dict.fromkeys(cell.seed for cell in group))
+        lines += ["[[models]]", f"name = {_toml(first.model)}"]
+        if first.data_file:
+            lines.append(f"# data read from files, not simulated: {json.dumps(first.data_source(), sort_keys=True)}")
+        for key, value in (("size", first.size), ("model_options", first.model_options)):
+            if value:
+                lines.append(f"{key} = {_toml(dict(value))}")
+        lines += [f"data_seed = {first.data_seed}", f"reference = {_toml(first.reference)}", f"seeds = {seeds}"]
+        for label in dict.fromkeys(cell.label for cell in group):
+            cell = next(c for c in group if c.label == label)
+            lines += ["", "  [[models.engines]]", f"  engine = {_toml(cell.engine)}", f"  label = {_toml(label)}"]
+            if cell.options:
+                lines.append(f"  options = {_toml(dict(cell.options))}")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _toml(value: Any) -> str:
+    """A TOML value (inline tables and arrays) of plain JSON-like data."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(int(value)) if isinstance(value, int) else repr(float(value))  # nan, inf: TOML spells them so
+    if isinstance(value, str):
+        return json.dumps(value)  # a TOML basic string uses JSON's escapes
+    if isinstance(value, Mapping):
+        return "{ " + ", ".join(f"{_toml_key(str(k))} = {_toml(v)}" for k, v in value.items()) + " }"
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_toml(v) for v in value) + "]"
+    raise SuiteError(f"a suite file cannot hold {value!r} ({type(value).__name__}).")
 
 
 def _model_cells(model: Any, default_seeds: list[int], where: str) -> list[Cell]:
@@ -214,6 +298,10 @@ def _seeds(value: Any, where: str) -> list[int]:
     if not ok or min(value) < 0 or len(set(value)) != len(value):
         raise SuiteError(f"{where} must be a non-empty list of distinct non-negative integers, got {value!r}.")
     return list(value)
+
+
+def _toml_key(key: str) -> str:
+    return key if key and all(ch.isascii() and (ch.isalnum() or ch in "_-") for ch in key) else json.dumps(key)
 
 
 def _compact(value: Any) -> str:
