@@ -99,6 +99,14 @@ def test_test_file_goes_to_dataset_test(tmp_path, capsys, monkeypatch):
     dataset = load_dataset(BLR_CSV, zoo.get("blr"), test=test_csv)
     np.testing.assert_array_equal(dataset.test["X"], [[0.5, 1], [-1, 1]])
     np.testing.assert_array_equal(dataset.observed["y"], blr_arrays()["y"])
+    inputs_only = tmp_path / "inputs.csv"  # prediction inputs without targets: the --map of y does not apply
+    inputs_only.write_text("X_0,X_1\n0.5,1\n")
+    mapped = load_dataset(BLR_CSV, zoo.get("blr"), {"y": "y"}, test=inputs_only)
+    assert list(mapped.test) == ["X"] and mapped.test["X"].tolist() == [[0.5, 1.0]]
+    unrelated = tmp_path / "unrelated.csv"
+    unrelated.write_text("p,q\n1,2\n")
+    with pytest.raises(DataError, match=r"unrelated.csv: no column or variable of the model's data \(X, y\)"):
+        load_dataset(BLR_CSV, zoo.get("blr"), test=unrelated)
     seen = {}
 
     def fake_run(model, data, **kwargs):  # what the CLI hands to inference.run

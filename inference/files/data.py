@@ -81,8 +81,8 @@ def load_dataset(
     test: "str | Path | None" = None,
 ) -> Dataset:
     """A Dataset for ``spec`` (a ModelSpec): ``observed`` from ``path``, ``test`` (held-out arrays, any subset of the
-    model's arguments) from ``test``; both through :func:`load_data` with the same ``mapping``. Not validated: that
-    is ``spec.validate``'s job, which ``inference.run`` does."""
+    model's arguments) from ``test``; both through :func:`load_data` with the same ``mapping``. Sizes are checked
+    against the model here (a DataError naming the file); ``inference.run`` validates the Dataset again."""
     shapes = spec.data_shapes
     # A model that computes an argument from the others when it is missing (the GP-SSMs' pseudo-inputs, see
     # inference.ar1.prepare) does not need it in the file.
@@ -171,9 +171,10 @@ def _load_csv(path: Path, shapes, mapping, optional) -> dict[str, np.ndarray]:
                 "arrays only, so give it in a .npz or .nc file."
             )
         columns = mapping.get(name) or _default_columns(path, name, shape, header)
+        absent = columns is None or not any(column in header for column in columns)
+        if absent and name in optional:  # e.g. a test file with inputs only: its mapped y is simply not there
+            continue
         if columns is None:
-            if name in optional:
-                continue
             raise _missing(path, name, shape, None, header, "column")
         for column in columns:
             if column not in header:
@@ -285,7 +286,7 @@ def _pick(path: Path, arrays: Mapping[str, np.ndarray], shapes, mapping, optiona
     out = {}
     for name, shape in shapes.items():
         names = mapping.get(name, (name,))
-        if name not in mapping and name not in arrays and name in optional:
+        if name in optional and not any(source in arrays for source in names):
             continue
         for source in names:
             if source not in arrays:
