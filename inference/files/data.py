@@ -139,7 +139,8 @@ def _missing(path: Path, name: str, shape: Shape, mapped: str | None, known: Seq
     if mapped is None:
         wanted = name
         expected = f"{name}_0, {name}_1, ... or {name}" if kind == "column" and len(shape) == 2 else name
-        what = f"no {kind} {expected} for the model's {name!r}; name yours with --map {name}=..."
+        placeholder = "COLUMN" if kind == "column" else "NAME"
+        what = f"no {kind} {expected} for the model's {name!r}; name yours with --map {name}={placeholder}"
     else:
         wanted = mapped
         what = f"no {kind} {mapped!r} (the --map of the model's {name!r})"
