@@ -7,6 +7,7 @@ ArviZ InferenceData.
 """
 
 import json
+import os
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
@@ -22,6 +23,7 @@ from inference.program import resolve_params
 from zoo.errors import IncompatibleEngineError, OptionError, unknown_name
 from zoo.options import Option
 from zoo.options import validate as validate_declared
+from zoo.programs import declared_data_shapes, program_spec
 from zoo.registry import Dataset, ModelSpec
 
 Array = Any
@@ -136,6 +138,14 @@ class Timer:
         return out
 
 
+def _read_data_file(model, path) -> Dataset:
+    from inference.files.data import load_data, load_dataset
+
+    if isinstance(model, str | ModelSpec):
+        return load_dataset(path, zoo.get(model))
+    return Dataset(observed=load_data(path, declared_data_shapes(model)))
+
+
 def validate_options(engine: Engine, options: Mapping[str, Any]) -> dict[str, Any]:
     """The engine's defaults updated by ``options``, each coerced to its declared kind and range-checked: the one
     place engine options are validated. Unknown names and bad values raise OptionError."""
@@ -161,7 +171,7 @@ def _jsonable(value: Any) -> Any:
 
 
 def run(
-    model: "str | ModelSpec",
+    model: "str | ModelSpec | Callable[..., Any]",
     data: "Dataset | Mapping[str, Any] | None" = None,
     engine: str = "nuts",
     seed: int = 0,
@@ -169,21 +179,28 @@ def run(
 ):
     """Run ``engine`` on ``model`` and return ``az.InferenceData``.
 
-    data: a Dataset or a mapping of the program's arrays; ``None`` simulates data with ``seed``.
+    model: a registered name, a ModelSpec, or any NumPyro program whose keyword arguments are its data
+        (``zoo.programs``; docs/own-model.md).
+    data: a Dataset, a mapping of the program's arrays, or a data file (.csv, .npz, .nc;
+        docs/architecture.md#data-files; a user program declares its ``data_shapes`` with ``@zoo.model`` to read
+        one); ``None`` simulates data with ``seed``.
     options: engine options (``num_chains``, ``num_samples``, ``params``, ...); see ``zoo list``.
     Raises ZooError subclasses for unknown names, engines that do not fit, bad data or options.
     """
     from inference import diagnostics
     from inference.ar1 import prepare  # ar1 fits through run itself
 
-    spec = zoo.get(model)
+    if isinstance(data, str | os.PathLike):
+        data = _read_data_file(model, data)
+    spec = zoo.get(model) if isinstance(model, str | ModelSpec) else program_spec(model, data)
     chosen = get_engine(engine)
     if not fits(chosen, spec):
         options = (chosen.requires, *chosen.alternatives)
         missing = " or ".join(", ".join(sorted(needs - spec.capabilities)) for needs in options)
         raise IncompatibleEngineError(
-            f"engine {engine!r} needs {missing}, which model {spec.name!r} does not offer; "
-            f"engines that fit: {', '.join(engines_for(spec)) or 'none'}."
+            f"engine {engine!r} needs {missing}, which model {spec.name!r} does not offer"
+            + (f" ({spec.notes})" if spec.notes else "")
+            + f"; engines that fit: {', '.join(engines_for(spec)) or 'none'}."
         )
     if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
         raise OptionError(f"seed must be a non-negative integer, got {seed!r}")

@@ -25,6 +25,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from numpyro import handlers
+from numpyro.distributions.transforms import biject_to
 from numpyro.infer import Predictive, Trace_ELBO
 from numpyro.infer.autoguide import AutoDelta, AutoMultivariateNormal, AutoNormal
 
@@ -57,6 +58,25 @@ def make_guide(spec, model, kind: str):
         return model_guide(**observed)
 
     return guide
+
+
+def autoguide_median(guide, params) -> dict:
+    """The autoguide's median of every latent site, constrained: the unconstrained median (the loc) pushed through
+    ``biject_to`` of the site's support (as NumPyro's ``guide.median``).
+
+    Written out because ``guide.median`` runs the model once more under a seed handler it keeps between calls,
+    and a model with a ``scan`` (every state-space model) leaks a key tracer from the scan's body into that handler:
+    an UnexpectedTracerError, or an ahead-of-time executable short of an input. A support that depends on another
+    latent value would need that run; no model of the zoo has one.
+    """
+    if isinstance(guide, AutoDelta):
+        return guide.median(params)  # a delta guide's locs are its constrained values; no model run
+    if isinstance(guide, AutoMultivariateNormal):
+        unconstrained = guide._unpack_latent(params[f"{guide.prefix}_loc"])
+    else:
+        unconstrained = {name: params[f"{name}_{guide.prefix}_loc"] for name in guide._init_locs}
+    sites = guide.prototype_trace
+    return {name: biject_to(sites[name]["fn"].support)(value) for name, value in unconstrained.items()}
 
 
 def latent_and_deterministic(model, params, observed) -> list[str]:
@@ -128,7 +148,7 @@ def draw_runner(spec, kind: str, num_samples: int):
             return_sites=latent_and_deterministic(model, params, observed),
         )
         draws = predictive(k_draw, params, **observed)  # also sets up an autoguide's prototype for median()
-        point = guide.median(guide_params) if kind in AUTOGUIDES else guide_params
+        point = autoguide_median(guide, guide_params) if kind in AUTOGUIDES else guide_params
         return draws, point
 
     return vmapped_chains(one_chain)

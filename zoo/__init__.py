@@ -19,6 +19,7 @@ from zoo import (  # noqa: E402,F401  (registers the models)
     regression,
     sparse,
 )
+from zoo.programs import model  # noqa: E402
 from zoo.registry import Dataset, ModelSpec, get, names, register  # noqa: E402
 
-__all__ = ["Dataset", "ModelSpec", "get", "names", "register"]
+__all__ = ["Dataset", "ModelSpec", "get", "model", "names", "register"]

@@ -43,6 +43,8 @@ class ModelSpec:
     views: structured views derived from the same definition as the program, keyed by capability.
     options: the family options this variant was built with (``zoo.get(name, **options)``); empty for a model
         that takes none.
+    notes: why the capabilities are what they are, where that is not obvious (a user program's discrete latent
+        sites); an engine that does not fit repeats it.
     """
 
     name: str
@@ -55,6 +57,7 @@ class ModelSpec:
     capabilities: frozenset[str] = frozenset({"continuous"})
     views: Mapping[str, Any] = field(default_factory=dict)
     options: Mapping[str, Any] = field(default_factory=dict)
+    notes: str = ""
 
     def validate(self, data: "Dataset | Mapping[str, Any]") -> Dataset:
         """Check names, shapes and finiteness of ``data``; return a Dataset of float64 arrays.
