@@ -97,8 +97,18 @@ def _has_stat(idata: az.InferenceData, name: str) -> bool:
     return "sample_stats" in idata.groups() and name in idata.sample_stats
 
 
+def _summary(idata: az.InferenceData, **kwargs: Any) -> pd.DataFrame:
+    """``az.summary``; for one draw per chain (point-estimate engines: ml2, nigp, EM) its sd, MCSE and ESS are
+    undefined, and NumPy's warnings about dividing by zero degrees of freedom only repeat that (the columns are
+    NaN)."""
+    with warnings.catch_warnings():
+        if idata.posterior.sizes.get("draw", 2) < 2:
+            warnings.simplefilter("ignore", RuntimeWarning)
+        return az.summary(idata, round_to="none", **kwargs)
+
+
 def _diagnostics(idata: az.InferenceData) -> pd.DataFrame:
-    return az.summary(idata, kind="diagnostics", round_to="none")
+    return _summary(idata, kind="diagnostics")
 
 
 def summary(idata: az.InferenceData, var_names: list[str] | None = None) -> pd.DataFrame:
@@ -106,7 +116,7 @@ def summary(idata: az.InferenceData, var_names: list[str] | None = None) -> pd.D
 
     Engine-level numbers (``engine_stats``) are attached as ``table.attrs``.
     """
-    table = az.summary(idata, var_names=var_names, round_to="none")
+    table = _summary(idata, var_names=var_names)
     stats = engine_stats(idata)
     table["ess_bulk_per_s"] = table["ess_bulk"] / stats["run_s"] if stats["run_s"] > 0 else np.nan
     table.attrs.update(stats)
