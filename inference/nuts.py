@@ -2,9 +2,16 @@
 docs/architecture.md#exactness).
 
 The program's potential on NumPyro's unconstrained space (log-Jacobian included) is BlackJAX's log density.
-Per chain: window adaptation (step size and mass matrix), then a ``lax.scan`` of kernel steps; chains are
-``vmap``ped inside one ``jit`` that is compiled once per (model, options, shapes) and reused across seeds.
-Draws are mapped back to constrained values (deterministic sites included).
+Per chain: window adaptation (step size and mass matrix), then a ``lax.scan`` of kernel steps; the chains run inside
+one ``jit`` that is compiled once per (model, options, shapes) and reused across seeds and data of the same shapes
+(the start search included). Draws are mapped back to constrained values (deterministic sites included).
+
+Chains (``chain_method``, docs/performance.md#nuts): ``sequential`` (default) runs them one after another in that
+program (``lax.map``); ``vectorized`` vmaps them in lockstep. A NUTS tree's length varies from step to step and chain
+to chain, and under ``vmap`` every chain's ``while_loop`` runs until the longest tree is done (and a ``lax.cond`` in
+the model, such as the jitter retry of ``zoo.gp.cholesky_with_jitter``, computes both branches), so on a CPU the
+lockstep costs about twice the gradients' time; on a GPU, where the batched gradient is nearly free, it is the
+better choice.
 """
 
 from functools import cache
@@ -32,19 +39,56 @@ COMMON_OPTIONS = {
     "target_accept": opt.target_accept(0.8),
     "dense_mass": Option("bool", False, "adapt a dense mass matrix (else diagonal)"),
     "init_radius": Option("float", 2.0, "chains start uniform on (-r, r) in the unconstrained space", above=0.0),
+    "chain_method": Option(
+        "str",
+        "sequential",
+        "sequential: chains one after another in one program; vectorized: vmapped in lockstep (for GPUs)",
+        choices=("sequential", "vectorized"),
+    ),
 }
+# Options of the runner, not of BlackJAX's kernel or its adaptation.
+RUNNER_OPTIONS = {"num_chains", "num_warmup", "num_samples", "params", "init_radius", "chain_method"}
 
 
-def initial_positions(model, key: jax.Array, num_chains: int, params, observed, radius: float) -> dict[str, jax.Array]:
+def initial_positions(
+    model, key: jax.Array, num_chains: int, params, observed, radius: float, timer=None
+) -> dict[str, jax.Array]:
     """Unconstrained starting points, one per chain: uniform on (-radius, radius) in NumPyro's unconstrained
     space (init_to_uniform), retried until the potential is finite. Each (num_chains, *site_shape).
-    A larger radius overdisperses the chains, which is what lets R-hat detect separated modes."""
+    A larger radius overdisperses the chains, which is what lets R-hat detect separated modes.
+
+    The search runs compiled (``_initial_search``, through ``timer`` when given), so a repeated call with data of
+    the same shapes compiles and traces nothing. Run op by op it re-traced the program and re-lowered NumPyro's
+    search loop on every call (0.3-0.5 s of host time per ``inference.run``). Under ``jit`` NumPyro cannot raise
+    for starts it failed to find, so those are re-run eagerly, which raises its error with the site that failed.
+    """
+    keys = jax.random.split(key, num_chains)
+    search = _initial_search(model, float(radius))
+    z, valid = search(keys, params, observed) if timer is None else timer.call(search, keys, params, observed)
+    if not bool(jnp.all(valid)):
+        return _eager_initial_positions(model, keys, params, observed, radius)
+    return z
+
+
+@cache
+def _initial_search(model, radius: float):
+    """Jitted ``(keys (C,), params, observed) -> (z, valid (C,))``: NumPyro's start search, as NumPyro judges it
+    (a finite potential and gradient)."""
+
+    def search(keys, params, observed):
+        info = initialize_model(
+            keys, model, model_args=(params,), model_kwargs=observed, init_strategy=init_to_uniform(radius=radius)
+        )
+        finite = [jnp.isfinite(info.param_info.potential_energy)]
+        finite += [jnp.isfinite(g).reshape(g.shape[0], -1).all(axis=1) for g in jax.tree.leaves(info.param_info.z_grad)]
+        return info.param_info.z, jnp.stack(finite).all(axis=0)
+
+    return jax.jit(search)
+
+
+def _eager_initial_positions(model, keys, params, observed, radius: float) -> dict[str, jax.Array]:
     info = initialize_model(
-        jax.random.split(key, num_chains),
-        model,
-        model_args=(params,),
-        model_kwargs=observed,
-        init_strategy=init_to_uniform(radius=radius),
+        keys, model, model_args=(params,), model_kwargs=observed, init_strategy=init_to_uniform(radius=radius)
     )
     return info.param_info.z
 
@@ -99,18 +143,14 @@ def sampler(model, algorithm: str, num_warmup: int, num_samples: int, static: tu
 def _run(algorithm: str, spec, dataset, key, timer, **options: Any) -> EngineOutput:
     model = conditioned_program(spec)
     params, observed = options["params"], observed_args(dataset)
-    static = tuple(
-        sorted(
-            (k, v)
-            for k, v in options.items()
-            if k not in {"num_chains", "num_warmup", "num_samples", "params", "init_radius"}
-        )
-    )
+    static = tuple(sorted((k, v) for k, v in options.items() if k not in RUNNER_OPTIONS))
     chains = sampler(model, algorithm, options["num_warmup"], options["num_samples"], static)
     k_init, k_run = jax.random.split(key)
-    z0 = initial_positions(model, k_init, options["num_chains"], params, observed, float(options["init_radius"]))
+    radius = float(options["init_radius"])
+    z0 = initial_positions(model, k_init, options["num_chains"], params, observed, radius, timer)
     keys = jax.random.split(k_run, options["num_chains"])
-    posterior, stats, warmup_steps = chains.run(timer, (keys, z0), params, observed)
+    sequential = options["chain_method"] == "sequential"
+    posterior, stats, warmup_steps = chains.run(timer, (keys, z0), params, observed, sequential=sequential)
     return EngineOutput(
         posterior=posterior,
         sample_stats=stats,
@@ -125,7 +165,7 @@ def _run(algorithm: str, spec, dataset, key, timer, **options: Any) -> EngineOut
         **COMMON_OPTIONS,
         "max_num_doublings": Option("int", 10, "tree depth limit: at most 2^d - 1 leapfrog steps", minimum=1),
     },
-    summary="No-U-Turn sampler (BlackJAX) with window adaptation; chains vmapped in one jit",
+    summary="No-U-Turn sampler (BlackJAX) with window adaptation; chains in one jit (sequential or vmapped)",
 )
 def nuts(spec, dataset, key, timer, **options) -> EngineOutput:
     return _run("nuts", spec, dataset, key, timer, **options)

@@ -4,9 +4,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from inference import pgas
+import inference
+import zoo
+from inference import nuts, pgas
 from inference.api import Timer
 from inference.chains import vmapped_chains
+from inference.program import conditioned_program, observed_args
 
 
 def one_chain(key, scale, offset):
@@ -44,3 +47,38 @@ def test_engine_factories_return_the_same_program():
     """Engines build their chains in functools.cache-d factories, so Timer's (program, shapes) key hits."""
     view = object()  # hashable; nothing is traced
     assert pgas.pgas_runner(view, 10, 0, 5).program is pgas.pgas_runner(view, 10, 0, 5).program
+
+
+def test_sequential_chains_equal_the_vmapped_ones():
+    """``sequential=True`` runs the same per-chain computation one chain after another (lax.map)."""
+    keys = jax.random.split(jax.random.key(4), 3)
+    chains, args = vmapped_chains(one_chain), (jnp.asarray(2.0), jnp.arange(3.0))
+    vmapped = chains.run(Timer(), keys, *args)
+    sequential = chains.run(Timer(), keys, *args, sequential=True)
+    np.testing.assert_allclose(sequential["draw"], vmapped["draw"], rtol=1e-14)
+    np.testing.assert_array_equal(sequential["first"], vmapped["first"])
+    again = Timer()
+    chains.run(again, jax.random.split(jax.random.key(5), 3), *args, sequential=True)
+    assert again.compile_s == 0.0
+
+
+def test_nuts_on_new_data_of_the_same_shapes_compiles_nothing():
+    """inference.run's second call (other data, other seed, same shapes) reuses the start search and the sampler."""
+    spec = zoo.get("blr")
+    options = {"num_chains": 2, "num_warmup": 5, "num_samples": 5}
+    for method in ("sequential", "vectorized"):
+        inference.run(spec, spec.simulate(jax.random.key(0), n=10), engine="nuts", chain_method=method, **options)
+        again = inference.run(
+            spec, spec.simulate(jax.random.key(1), n=10), engine="nuts", seed=1, chain_method=method, **options
+        )
+        assert again.posterior.attrs["compile_s"] == 0.0, method
+
+
+def test_compiled_start_search_equals_numpyros_eager_one():
+    spec = zoo.get("blr")
+    model, observed = conditioned_program(spec), observed_args(spec.simulate(jax.random.key(2), n=8))
+    key = jax.random.key(6)
+    compiled = nuts.initial_positions(model, key, 3, {}, observed, 2.0, Timer())
+    eager = nuts._eager_initial_positions(model, jax.random.split(key, 3), {}, observed, 2.0)
+    for site in eager:
+        np.testing.assert_allclose(compiled[site], eager[site], rtol=1e-15, atol=0)

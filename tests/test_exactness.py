@@ -86,3 +86,18 @@ def test_exact_engine_reports_the_log_evidence():
     expected = multivariate_normal(np.zeros(len(y)), X @ X.T + 0.25 * np.eye(len(y))).logpdf(y)
     assert spec.name == idata.posterior.attrs["model"]
     np.testing.assert_allclose(idata.posterior.attrs["log_evidence"], expected, rtol=1e-10)
+
+
+@pytest.fixture(scope="module", params=list(CASES))
+def vectorized_nuts_result(request):
+    """NUTS with its chains vmapped in lockstep (``chain_method="vectorized"``; the default runs them one after
+    another): the same sampler, so the same exact answer."""
+    dataset, params = CASES[request.param]
+    options = {**ENGINES["nuts"], "chain_method": "vectorized"}
+    idata = inference.run(request.param, dataset, engine="nuts", seed=11, params=params, **options)
+    return request.param, "nuts", idata
+
+
+def test_vectorized_nuts_chains_match_the_exact_answer(vectorized_nuts_result):
+    test_posterior_matches_the_exact_answer_within_monte_carlo_error(vectorized_nuts_result)
+    test_samplers_converge_without_divergences(vectorized_nuts_result)
