@@ -58,13 +58,31 @@ from inference.chains import vmapped_chains
 from inference.program import observed_args
 from zoo import ssm
 from zoo.errors import OptionError
-from zoo.gp import small_solve_lower
+from zoo.gp import small_cholesky, small_solve_lower
 
 Array = Any
 
+
+def systematic(key: jax.Array, weights: Array, num_samples: int) -> Array:
+    """Systematic resampling in O(N): ancestor j is the first i with C_i >= (j + u) / M (C the normalised cumulative
+    weights, u ~ U[0, 1), M = num_samples), the same law as the ``searchsorted`` form (blackjax) without its
+    O(M log N) binary search.
+
+    Why it is O(N): particle i covers the points j >= s_i = floor(M C_i - u) + 1, so the ancestor of point j is
+    #{i : s_i <= j}, a cumulative sum of the histogram of the (sorted) s_i: one scatter-add and two cumsums.
+    """
+    M = num_samples
+    cdf = jnp.cumsum(weights)
+    cdf = cdf / cdf[-1]  # exact 1 at the end: no point (j + u) / M < 1 falls past the last particle
+    u = jax.random.uniform(key, (), dtype=cdf.dtype)
+    first_point = jnp.clip(jnp.floor(M * cdf - u).astype(jnp.int32) + 1, 0, M)
+    histogram = jnp.zeros(M + 1, jnp.int32).at[first_point].add(1, indices_are_sorted=True)
+    return jnp.minimum(jnp.cumsum(histogram[:M]), weights.shape[0] - 1)
+
+
 RESAMPLERS: dict[str, Callable] = {
     "multinomial": resampling.multinomial,
-    "systematic": resampling.systematic,
+    "systematic": systematic,
     "stratified": resampling.stratified,
 }
 FILTERS = ("bootstrap", "fully_adapted")
@@ -88,6 +106,57 @@ class FilterOutput(NamedTuple):
     ancestors: Array
     log_weights: Array
     score: Any
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Random numbers: standard normals by the inverse CDF (Wichura 1988, AS241)
+# ----------------------------------------------------------------------------------------------------------------
+
+# AS241 (PPND16) rational approximations, coefficients from the lowest degree up: central |p - 1/2| <= 0.425 in
+# r = 0.180625 - q^2, intermediate tail in r - 1.6, far tail (r > 5) in r - 5, with r = sqrt(-log min(p, 1 - p))
+_AS241 = (
+    (3.387132872796366608, 133.14166789178437745, 1971.5909503065514427, 13731.693765509461125,
+     45921.953931549871457, 67265.770927008700853, 33430.575583588128105, 2509.0809287301226727),
+    (1.0, 42.313330701600911252, 687.1870074920579083, 5394.1960214247511077, 21213.794301586595867,
+     39307.89580009271061, 28729.085735721942674, 5226.495278852545925),
+    (1.42343711074968357734, 4.6303378461565452959, 5.7694972214606914055, 3.64784832476320460504,
+     1.27045825245236838258, 0.24178072517745061177, 0.0227238449892691845833, 7.7454501427834140764e-4),
+    (1.0, 2.05319162663775882187, 1.6763848301838038494, 0.68976733498510000455, 0.14810397642748007459,
+     0.0151986665636164571966, 5.475938084995344946e-4, 1.05075007164441684324e-9),
+    (6.6579046435011037772, 5.4637849111641143699, 1.7848265399172913358, 0.29656057182850489123,
+     0.026532189526576123093, 0.0012426609473880784386, 2.71155556874348757815e-5, 2.01033439929228813265e-7),
+    (1.0, 0.59983220655588793769, 0.13692988092273580531, 0.0148753612908506148525, 7.868691311456132591e-4,
+     1.8463183175100546818e-5, 1.4215117583164458887e-7, 2.04426310338993978564e-15),
+)  # fmt: skip
+
+
+def _horner(coefficients, x):
+    out = jnp.full_like(x, coefficients[-1])
+    for c in reversed(coefficients[:-1]):
+        out = out * x + c
+    return out
+
+
+def ndtri(p: Array) -> Array:
+    """Phi^{-1}(p) for p in (0, 1) (Wichura 1988, AS241; relative error ~1e-16 in float64).
+
+    Why not ``jax.random.normal``: it maps uniforms through ``erf_inv``, whose float64 kernel on CPU (log1p and three
+    polynomial branches, all evaluated) is the largest single cost of a bootstrap step, and loses relative accuracy
+    near p = 1/2 (2p - 1 cancels). AS241 is a rational function per branch and one log."""
+    a, b, c, d, e, f = _AS241
+    q = p - 0.5
+    r_central = 0.180625 - q * q
+    central = q * _horner(a, r_central) / _horner(b, r_central)
+    r = jnp.sqrt(-jnp.log(jnp.minimum(p, 1.0 - p)))
+    tail = jnp.where(r <= 5.0, _horner(c, r - 1.6) / _horner(d, r - 1.6), _horner(e, r - 5.0) / _horner(f, r - 5.0))
+    return jnp.where(jnp.abs(q) <= 0.425, central, jnp.where(q < 0, -tail, tail))
+
+
+def standard_normal(key: jax.Array, shape: tuple[int, ...]) -> Array:
+    """Standard normal draws (float64): Phi^{-1} of uniforms on the midpoints (k + 1/2) 2^-52 of the float64 uniform
+    grid, a grid symmetric about 1/2 that excludes 0 and 1 (so no infinite draw)."""
+    u = jax.random.uniform(key, shape, dtype=jnp.float64)
+    return ndtri(u + 2.0**-53)
 
 
 def _sample_each(make_dist: Callable, key, *batched):
@@ -156,11 +225,76 @@ def sample_each(make_dist: Callable, key: jax.Array, xs: Array) -> Array:
     fast = shared_gaussian(make_dist, xs)
     if fast is not None:
         locs, L = fast
-        return locs + jax.random.normal(key, locs.shape) @ L.T
+        return locs + standard_normal(key, locs.shape) @ L.T
     if isinstance(make_dist(xs[0]), dist.MultivariateNormal):
         locs, tril = gaussian_each(make_dist, xs)
-        return locs + jnp.einsum("nij,nj->ni", tril, jax.random.normal(key, locs.shape))
+        return locs + jnp.einsum("nij,nj->ni", tril, standard_normal(key, locs.shape))
     return _sample_each(make_dist, key, xs)
+
+
+class AdaptedMoments(NamedTuple):
+    """The pieces of one fully adapted step at particles x_{t-1}^i (N, D), for a MultivariateNormal transition and a
+    linear-Gaussian emission: transition loc/scale_tril (N, D), (N, D, D); log p(y_t | x_{t-1}^i) (N,); proposal
+    p(x_t | x_{t-1}^i, y_t) loc/scale_tril (N, D), (N, D, D)."""
+
+    trans_loc: Array
+    trans_tril: Array
+    log_pred: Array
+    post_loc: Array
+    post_tril: Array
+
+
+def adapted_moments(view, theta, x_prev: Array, u_prev: Array, y_t: Array, emission=None) -> AdaptedMoments | None:
+    """``AdaptedMoments`` from one evaluation of the transition per particle, or None when the transition is not a
+    MultivariateNormal.
+
+    Why: the view's ``predictive``, ``proposal`` and ``transition`` each evaluate the transition moments again (for a
+    GP-SSM, a GP prediction per particle), and a PGAS step needs all three (resampling weights, proposal, ancestor
+    weights of the reference). Here the moments are computed once and predictive and proposal follow by the Kalman
+    measurement update with the emission's (C, d, R) (``linear_gaussian_emission``; exact whenever the view offers
+    the fully adapted pieces, which the contract of zoo.ssm promises only for linear-Gaussian emissions). Pass
+    ``emission`` = ``linear_gaussian_emission(...)`` computed once outside a scan: it depends on theta alone."""
+    transition = lambda x: view.transition(theta, x, u_prev)  # noqa: E731
+    if not isinstance(transition(x_prev[0]), dist.MultivariateNormal):
+        return None
+    C, d, R = linear_gaussian_emission(view, theta, x_prev[0]) if emission is None else emission
+    shared = shared_gaussian(transition, x_prev)
+    if shared is not None:  # one covariance for all particles: one update, scales of shape (1, D, D), no (N, D, D)
+        locs, L = shared
+        update = jax.vmap(lambda m: ssm.condition_on_observation(m, L @ L.T, y_t, C, d, R), out_axes=(0, None, 0))
+        post_loc, post_cov, log_pred = update(locs)
+        return AdaptedMoments(locs, L[None], log_pred, post_loc, small_cholesky(post_cov)[None])
+    locs, trils = gaussian_each(transition, x_prev)
+    covs = trils @ jnp.swapaxes(trils, -1, -2)
+    post_loc, post_cov, log_pred = jax.vmap(lambda m, S: ssm.condition_on_observation(m, S, y_t, C, d, R))(locs, covs)
+    return AdaptedMoments(locs, trils, log_pred, post_loc, small_cholesky(post_cov))
+
+
+def take(a: Array, index: Array) -> Array:
+    """a[index] for per-particle arrays; a shared (leading size 1) array as it is (it broadcasts)."""
+    return a if a.shape[0] == 1 else a[index]
+
+
+def adapted_draw(moments: AdaptedMoments, key: jax.Array, ancestors: Array, observed: Array) -> Array:
+    """x_t^i ~ proposal of parent a^i where y_t is observed, else its transition; one (N, D) normal draw."""
+    loc = jnp.where(observed, moments.post_loc[ancestors], moments.trans_loc[ancestors])
+    tril = jnp.where(observed, take(moments.post_tril, ancestors), take(moments.trans_tril, ancestors))
+    return loc + (tril @ standard_normal(key, loc.shape)[..., None])[..., 0]
+
+
+def categorical(key: jax.Array, log_weights: Array) -> Array:
+    """One index ~ Cat(softmax(log_weights)) by inverse CDF: one uniform and one pass over the weights (the
+    Gumbel-max form of ``jax.random.categorical`` draws and takes two logs of N uniforms)."""
+    cdf = jnp.cumsum(jnp.exp(log_weights - jnp.max(log_weights)))
+    u = jax.random.uniform(key, (), dtype=cdf.dtype) * cdf[-1]
+    return jnp.minimum(jnp.sum(cdf <= u), log_weights.shape[0] - 1)
+
+
+def mvn_log_prob_each(locs: Array, trils: Array, value: Array) -> Array:
+    """log N(value; locs_i, trils_i trils_i^T) (N,) for one value (D,) (batched unrolled solves, zoo.gp.small_*)."""
+    z = small_solve_lower(trils, value - locs)
+    half_log_det = jnp.sum(jnp.log(jnp.diagonal(trils, axis1=-2, axis2=-1)), -1)
+    return -0.5 * jnp.sum(z**2, -1) - half_log_det - 0.5 * locs.shape[-1] * jnp.log(2.0 * jnp.pi)
 
 
 def _moments(particles, log_weights):
@@ -199,7 +333,7 @@ def adapted_initial_step(view: ssm.StateSpaceView, theta: Any, key: jax.Array, y
     m0, P0 = prior.mean, prior.covariance_matrix
     mean, cov, log_lik = ssm.condition_on_observation(m0, P0, y1, *linear_gaussian_emission(view, theta, m0))
     chol = jnp.linalg.cholesky(cov + 1e-12 * jnp.eye(cov.shape[0]))
-    return mean + jax.random.normal(key, (num_particles, mean.shape[0])) @ chol.T, log_lik
+    return mean + standard_normal(key, (num_particles, mean.shape[0])) @ chol.T, log_lik
 
 
 def forward_smoothing_update(view, theta, x_prev, logW_prev, alpha_prev, u_prev, x, y_t, m_t):
@@ -263,20 +397,29 @@ def particle_filter(
         logW0 = log_g0 - logsumexp(log_g0)
     ys = jnp.broadcast_to(y[0], (N, *y[0].shape))
     d0 = grad_theta(initial_increment, x0, ys)
+    # (C, d, R) of a linear-Gaussian emission depends on theta alone: computed once, outside the scan
+    emission = linear_gaussian_emission(view, theta, x0[0]) if method == "fully_adapted" else None
 
     def step(carry, inputs):
         x_prev, logW, d_prev = carry
         k, y_t, m_t, u_prev = inputs
         k_res, k_prop = jax.random.split(k)
         if method == "fully_adapted":
-            log_pred = log_prob_each(lambda x: view.predictive(theta, x, u_prev), x_prev, y_t)
+            moments = adapted_moments(view, theta, x_prev, u_prev, y_t, emission)
+            if moments is None:
+                log_pred = log_prob_each(lambda x: view.predictive(theta, x, u_prev), x_prev, y_t)
+            else:  # one transition evaluation per particle for predictive, proposal and transition
+                log_pred = moments.log_pred
             log_v = logW + jnp.where(m_t, log_pred, 0.0)
             ll_t = logsumexp(log_v)  # log sum_i W_{t-1}^i p(y_t | x_{t-1}^i)  (eq. 3.209, Alg. 4 corrected)
             anc = resample(k_res, jnp.exp(log_v - ll_t), N)
             parents = x_prev[anc]
-            proposed = sample_each(lambda xp: view.proposal(theta, xp, u_prev, y_t), k_prop, parents)
-            blind = sample_each(lambda xp: view.transition(theta, xp, u_prev), k_prop, parents)
-            x = jnp.where(m_t, proposed, blind)
+            if moments is None:
+                proposed = sample_each(lambda xp: view.proposal(theta, xp, u_prev, y_t), k_prop, parents)
+                blind = sample_each(lambda xp: view.transition(theta, xp, u_prev), k_prop, parents)
+                x = jnp.where(m_t, proposed, blind)
+            else:
+                x = adapted_draw(moments, k_prop, anc, m_t)
             logW_new = jnp.full(N, -jnp.log(N))
             ll_t = jnp.where(m_t, ll_t, 0.0)
         else:

@@ -29,8 +29,13 @@ from inference import pgas_marginal
 from inference.api import EngineOutput, Timer, register_engine
 from inference.chains import vmapped_chains
 from inference.pf import (
+    adapted_draw,
     adapted_initial_step,
+    adapted_moments,
+    categorical,
+    linear_gaussian_emission,
     log_prob_each,
+    mvn_log_prob_each,
     particle_filter,
     sample_each,
     trace_path,
@@ -46,10 +51,14 @@ def conditional_smc_sweep(view, theta, key, reference, y, mask, u, num_particles
     k0, k_scan, k_pick = jax.random.split(key, 3)
     x0, _ = adapted_initial_step(view, theta, k0, y[0], N)
     x0 = x0.at[N - 1].set(reference[0])
+    emission = linear_gaussian_emission(view, theta, x0[0])  # theta-only: hoisted out of the scan
 
     def step(x_prev, inputs):
         k, y_t, m_t, u_prev, ref_t = inputs
         k_anc, k_ref, k_prop = jax.random.split(k, 3)
+        moments = adapted_moments(view, theta, x_prev, u_prev, y_t, emission)
+        if moments is not None:  # one transition evaluation per particle instead of four
+            return gaussian_step(moments, k_anc, k_ref, k_prop, m_t, ref_t)
         log_pred = log_prob_each(lambda x: view.predictive(theta, x, u_prev), x_prev, y_t)
         log_v = jnp.where(m_t, log_pred, 0.0)  # W_{t-1} uniform under full adaptation
         anc = resampling.multinomial(k_anc, jax.nn.softmax(log_v), N - 1)
@@ -60,6 +69,15 @@ def conditional_smc_sweep(view, theta, key, reference, y, mask, u, num_particles
         proposed = sample_each(lambda xp: view.proposal(theta, xp, u_prev, y_t), k_prop, parents)
         blind = sample_each(lambda xp: view.transition(theta, xp, u_prev), k_prop, parents)
         x = jnp.where(m_t, proposed, blind).at[N - 1].set(ref_t)
+        return x, (x, anc)
+
+    def gaussian_step(moments, k_anc, k_ref, k_prop, m_t, ref_t):
+        """The step above from ``pf.AdaptedMoments``: same law, the parents' moments gathered instead of recomputed."""
+        log_v = jnp.where(m_t, moments.log_pred, 0.0)
+        anc = resampling.multinomial(k_anc, jax.nn.softmax(log_v), N - 1)
+        log_as = mvn_log_prob_each(moments.trans_loc, moments.trans_tril, ref_t)
+        anc = jnp.append(anc, categorical(k_ref, log_as))
+        x = adapted_draw(moments, k_prop, anc, m_t).at[N - 1].set(ref_t)
         return x, (x, anc)
 
     T = y.shape[0]
@@ -123,14 +141,26 @@ def pgas_runner(
     return vmapped_chains(one_chain)
 
 
-def time_sweeps(view, params, observed, num_particles: int, num_samples: int) -> tuple[float, float]:
+def time_sweeps(
+    view, params, observed, num_particles: int, num_samples: int, repeats: int = 1, budget_s: float = 10.0
+) -> tuple[float, float]:
     """(compile_s, run_s) of one chain drawing ``num_samples`` sweeps with ``num_particles`` particles and no warm-up:
-    a cell of McHutchon's E-step timing table (Table 3.3). A configuration already compiled in this process (same
-    sizes and shapes) compiles nothing again: compile_s 0."""
+    a cell of McHutchon's E-step timing table (Table 3.3). run_s is the fastest of up to ``repeats`` calls of the
+    compiled sampler (further calls stop once ``budget_s`` is spent): the first call of a fresh executable also pays
+    one-off costs (first touch of its buffers) and the machine may be shared. A configuration already compiled in
+    this process (same sizes and shapes) compiles nothing again: compile_s 0."""
     timer = Timer()
     keys = jax.random.split(jax.random.key(1), 1)
-    pgas_runner(view, num_particles, 0, num_samples).run(timer, keys, params, observed)
-    return timer.compile_s, timer.run_s
+    runner = pgas_runner(view, num_particles, 0, num_samples)
+    runner.run(timer, keys, params, observed)
+    best = spent = timer.run_s
+    for _ in range(repeats - 1):
+        if spent + best > budget_s:
+            break
+        before = timer.run_s
+        runner.run(timer, keys, params, observed)
+        best, spent = min(best, timer.run_s - before), spent + timer.run_s - before
+    return timer.compile_s, best
 
 
 def check_fully_adapted(view) -> None:

@@ -110,3 +110,55 @@ def test_pf_engine_and_option_errors():
         inference.run(spec, data, engine="pf", num_particles=1)
     with pytest.raises(OptionError, match="resampling"):
         inference.run(spec, data, engine="pf", resampling="residualx")
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Building blocks: O(N) systematic resampling, AS241 normals
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def test_systematic_resampling_is_unbiased_and_matches_the_searchsorted_form():
+    """E[offspring of i] = M W_i. Systematic offspring counts are floor(M W_i) or that plus one, so each count is a
+    Bernoulli(frac(M W_i)) shift: its Monte Carlo error over R keys is sqrt(f (1 - f) / R), tolerance 5 of those."""
+    from blackjax.smc import resampling
+
+    weights = jnp.array([0.5, 0.2, 0.15, 0.1, 0.04, 0.009, 0.001, 0.0])
+    R = 4000
+    for M in (8, 13):
+        keys = jax.random.split(jax.random.key(7), R)
+        ancestors = jax.jit(jax.vmap(lambda k, m=M: pf.systematic(k, weights, m)))(keys)
+        assert ancestors.shape == (R, M) and int(ancestors.min()) >= 0 and int(ancestors.max()) < weights.shape[0]
+        counts = np.stack([np.bincount(a, minlength=weights.shape[0]) for a in np.asarray(ancestors)])
+        expected = M * np.asarray(weights)
+        assert np.all((counts >= np.floor(expected)) & (counts <= np.floor(expected) + 1))
+        f = expected - np.floor(expected)
+        tolerance = 5 * np.sqrt(f * (1 - f) / R) + 1e-12
+        assert np.all(np.abs(counts.mean(0) - expected) <= tolerance), (counts.mean(0), expected)
+        # the same law as blackjax's O(N log N) form; with the same uniform, the same indices
+        reference = jax.jit(jax.vmap(lambda k, m=M: resampling.systematic(k, weights, m)))(keys[:200])
+        np.testing.assert_array_equal(np.asarray(ancestors[:200]), np.asarray(reference))
+
+
+def test_standard_normal_inverse_cdf_and_law():
+    from scipy import special, stats
+
+    p = np.concatenate([np.logspace(-300, -1, 400), np.linspace(0.01, 0.99, 999), 1 - np.logspace(-16, -1, 200)])
+    exact = special.ndtri(p)
+    got = np.asarray(pf.ndtri(jnp.asarray(p)))
+    assert np.max(np.abs(got - exact) / np.maximum(np.abs(exact), 1e-3)) < 1e-14
+    z = np.asarray(pf.standard_normal(jax.random.key(0), (200_000,)))
+    assert np.all(np.isfinite(z))
+    assert stats.kstest(z, "norm").pvalue > 1e-3
+    assert abs(z.mean()) < 5 / np.sqrt(z.size) and abs(z.var() - 1) < 5 * np.sqrt(2 / z.size)
+
+
+def test_inverse_cdf_categorical_is_unbiased():
+    """Frequencies of ``pf.categorical`` (PGAS's ancestor sampling) against softmax(log_weights): binomial error
+    sqrt(p (1 - p) / R), tolerance 5 of those; a zero weight is never drawn."""
+    log_weights = jnp.log(jnp.array([0.4, 0.3, 0.2, 0.06, 0.03, 0.01, 0.0]))
+    R = 20000
+    draws = jax.jit(jax.vmap(lambda k: pf.categorical(k, log_weights)))(jax.random.split(jax.random.key(3), R))
+    frequencies = np.bincount(np.asarray(draws), minlength=7) / R
+    p = np.asarray(jnp.exp(log_weights))
+    assert frequencies[-1] == 0.0
+    assert np.all(np.abs(frequencies - p) <= 5 * np.sqrt(p * (1 - p) / R) + 1e-12), (frequencies, p)
