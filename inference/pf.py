@@ -153,9 +153,13 @@ def ndtri(p: Array) -> Array:
 
 
 def standard_normal(key: jax.Array, shape: tuple[int, ...]) -> Array:
-    """Standard normal draws (float64): Phi^{-1} of uniforms on the midpoints (k + 1/2) 2^-52 of the float64 uniform
-    grid, a grid symmetric about 1/2 that excludes 0 and 1 (so no infinite draw)."""
-    u = jax.random.uniform(key, shape, dtype=jnp.float64)
+    """Standard normal draws (float64) from a key (``normal_from_uniforms``)."""
+    return normal_from_uniforms(jax.random.uniform(key, shape, dtype=jnp.float64))
+
+
+def normal_from_uniforms(u: Array) -> Array:
+    """Phi^{-1} of uniforms u in [0, 1) shifted to the midpoints (k + 1/2) 2^-52 of the float64 uniform grid, a grid
+    symmetric about 1/2 that excludes 0 and 1 (so no infinite draw)."""
     return ndtri(u + 2.0**-53)
 
 
@@ -275,19 +279,28 @@ def take(a: Array, index: Array) -> Array:
     return a if a.shape[0] == 1 else a[index]
 
 
-def adapted_draw(moments: AdaptedMoments, key: jax.Array, ancestors: Array, observed: Array) -> Array:
-    """x_t^i ~ proposal of parent a^i where y_t is observed, else its transition; one (N, D) normal draw."""
+def adapted_draw(moments: AdaptedMoments, z: Array, ancestors: Array, observed: Array) -> Array:
+    """x_t^i ~ proposal of parent a^i where y_t is observed, else its transition, from standard normals z (N, D)."""
     loc = jnp.where(observed, moments.post_loc[ancestors], moments.trans_loc[ancestors])
     tril = jnp.where(observed, take(moments.post_tril, ancestors), take(moments.trans_tril, ancestors))
-    return loc + (tril @ standard_normal(key, loc.shape)[..., None])[..., 0]
+    return loc + (tril @ z[..., None])[..., 0]
 
 
-def categorical(key: jax.Array, log_weights: Array) -> Array:
-    """One index ~ Cat(softmax(log_weights)) by inverse CDF: one uniform and one pass over the weights (the
-    Gumbel-max form of ``jax.random.categorical`` draws and takes two logs of N uniforms)."""
+def categorical(u: Array, log_weights: Array) -> Array:
+    """One index ~ Cat(softmax(log_weights)) by inverse CDF from one uniform u in [0, 1): one pass over the weights
+    (the Gumbel-max form of ``jax.random.categorical`` draws and takes two logs of N uniforms)."""
     cdf = jnp.cumsum(jnp.exp(log_weights - jnp.max(log_weights)))
-    u = jax.random.uniform(key, (), dtype=cdf.dtype) * cdf[-1]
-    return jnp.minimum(jnp.sum(cdf <= u), log_weights.shape[0] - 1)
+    return jnp.minimum(jnp.sum(cdf <= u * cdf[-1]), log_weights.shape[0] - 1)
+
+
+def multinomial(u: Array, weights: Array, num_samples: int) -> Array:
+    """num_samples i.i.d. ancestors ~ Cat(weights), in sorted order, from num_samples + 1 uniforms in [0, 1): the sorted
+    uniforms are normalised cumulative sums of exponentials (blackjax's ``multinomial``, after Chopin), located in the
+    cumulative weights. Taking uniforms rather than a key lets a step draw all its random numbers in one call."""
+    exponentials = -jnp.log1p(-u[: num_samples + 1])  # 1 - u > 0: no infinite spacing
+    z = jnp.cumsum(exponentials)
+    index = jnp.searchsorted(jnp.cumsum(weights), z[:-1] / z[-1])
+    return jnp.clip(index, 0, weights.shape[0] - 1)
 
 
 def mvn_log_prob_each(locs: Array, trils: Array, value: Array) -> Array:
@@ -419,7 +432,7 @@ def particle_filter(
                 blind = sample_each(lambda xp: view.transition(theta, xp, u_prev), k_prop, parents)
                 x = jnp.where(m_t, proposed, blind)
             else:
-                x = adapted_draw(moments, k_prop, anc, m_t)
+                x = adapted_draw(moments, standard_normal(k_prop, x_prev.shape), anc, m_t)
             logW_new = jnp.full(N, -jnp.log(N))
             ll_t = jnp.where(m_t, ll_t, 0.0)
         else:

@@ -35,7 +35,9 @@ from inference.pf import (
     categorical,
     linear_gaussian_emission,
     log_prob_each,
+    multinomial,
     mvn_log_prob_each,
+    normal_from_uniforms,
     particle_filter,
     sample_each,
     trace_path,
@@ -55,10 +57,10 @@ def conditional_smc_sweep(view, theta, key, reference, y, mask, u, num_particles
 
     def step(x_prev, inputs):
         k, y_t, m_t, u_prev, ref_t = inputs
-        k_anc, k_ref, k_prop = jax.random.split(k, 3)
         moments = adapted_moments(view, theta, x_prev, u_prev, y_t, emission)
         if moments is not None:  # one transition evaluation per particle instead of four
-            return gaussian_step(moments, k_anc, k_ref, k_prop, m_t, ref_t)
+            return gaussian_step(moments, k, m_t, ref_t)
+        k_anc, k_ref, k_prop = jax.random.split(k, 3)
         log_pred = log_prob_each(lambda x: view.predictive(theta, x, u_prev), x_prev, y_t)
         log_v = jnp.where(m_t, log_pred, 0.0)  # W_{t-1} uniform under full adaptation
         anc = resampling.multinomial(k_anc, jax.nn.softmax(log_v), N - 1)
@@ -71,13 +73,18 @@ def conditional_smc_sweep(view, theta, key, reference, y, mask, u, num_particles
         x = jnp.where(m_t, proposed, blind).at[N - 1].set(ref_t)
         return x, (x, anc)
 
-    def gaussian_step(moments, k_anc, k_ref, k_prop, m_t, ref_t):
-        """The step above from ``pf.AdaptedMoments``: same law, the parents' moments gathered instead of recomputed."""
+    def gaussian_step(moments, k, m_t, ref_t):
+        """The step above from ``pf.AdaptedMoments``: same law, the parents' moments gathered instead of recomputed,
+        and all the step's random numbers from one call (N - 1 + 1 for the sorted ancestors, 1 for the reference's
+        ancestor, N x D for the normals): every separate draw is a separate kernel run at every step."""
+        D = moments.post_loc.shape[1]
+        u = jax.random.uniform(k, (N + 1 + N * D,), dtype=moments.post_loc.dtype)
         log_v = jnp.where(m_t, moments.log_pred, 0.0)
-        anc = resampling.multinomial(k_anc, jax.nn.softmax(log_v), N - 1)
+        anc = multinomial(u[:N], jax.nn.softmax(log_v), N - 1)
         log_as = mvn_log_prob_each(moments.trans_loc, moments.trans_tril, ref_t)
-        anc = jnp.append(anc, categorical(k_ref, log_as))
-        x = adapted_draw(moments, k_prop, anc, m_t).at[N - 1].set(ref_t)
+        anc = jnp.append(anc, categorical(u[N], log_as))
+        z = normal_from_uniforms(u[N + 1 :]).reshape(N, D)
+        x = adapted_draw(moments, z, anc, m_t).at[N - 1].set(ref_t)
         return x, (x, anc)
 
     T = y.shape[0]

@@ -157,8 +157,24 @@ def test_inverse_cdf_categorical_is_unbiased():
     sqrt(p (1 - p) / R), tolerance 5 of those; a zero weight is never drawn."""
     log_weights = jnp.log(jnp.array([0.4, 0.3, 0.2, 0.06, 0.03, 0.01, 0.0]))
     R = 20000
-    draws = jax.jit(jax.vmap(lambda k: pf.categorical(k, log_weights)))(jax.random.split(jax.random.key(3), R))
+    uniforms = jax.random.uniform(jax.random.key(3), (R,))
+    draws = jax.jit(jax.vmap(lambda u: pf.categorical(u, log_weights)))(uniforms)
     frequencies = np.bincount(np.asarray(draws), minlength=7) / R
     p = np.asarray(jnp.exp(log_weights))
     assert frequencies[-1] == 0.0
     assert np.all(np.abs(frequencies - p) <= 5 * np.sqrt(p * (1 - p) / R) + 1e-12), (frequencies, p)
+
+
+def test_multinomial_from_uniforms_is_unbiased_and_matches_blackjax():
+    """Mean offspring counts of ``pf.multinomial`` (PGAS's CSMC resampling) against M W_i, multinomial error
+    sqrt(M W_i (1 - W_i) / R), tolerance 5 of those; ancestors sorted; the same law as blackjax's multinomial."""
+    weights = jnp.array([0.5, 0.2, 0.15, 0.1, 0.04, 0.009, 0.001, 0.0])
+    R, M = 4000, 9
+    uniforms = jax.random.uniform(jax.random.key(5), (R, M + 1))
+    ancestors = np.asarray(jax.jit(jax.vmap(lambda u: pf.multinomial(u, weights, M)))(uniforms))
+    assert np.all(np.diff(ancestors, axis=1) >= 0)
+    counts = np.stack([np.bincount(a, minlength=weights.shape[0]) for a in ancestors])
+    w = np.asarray(weights)
+    assert counts[:, -1].sum() == 0
+    tolerance = 5 * np.sqrt(M * w * (1 - w) / R) + 1e-12
+    assert np.all(np.abs(counts.mean(0) - M * w) <= tolerance), (counts.mean(0), M * w)
