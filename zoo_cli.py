@@ -9,6 +9,15 @@ import json
 import sys
 from pathlib import Path
 
+# command-line flags of the shared counts, and the engine options they set
+COUNT_FLAGS = (
+    ("chains", "num_chains"),
+    ("warmup", "num_warmup"),
+    ("samples", "num_samples"),
+    ("steps", "num_steps"),
+    ("particles", "num_particles"),
+)
+
 
 def _parse_value(text: str):
     try:
@@ -61,13 +70,7 @@ def cmd_run(args) -> int:
     # unknown names and bad model options fail here, before any simulation or compilation
     spec = zoo.get(args.model, **parse_assignments(f"model {args.model!r}", args.model_option))
     options = _key_values(args.option, "--option")
-    for flag, name in (
-        ("chains", "num_chains"),
-        ("warmup", "num_warmup"),
-        ("samples", "num_samples"),
-        ("steps", "num_steps"),
-        ("particles", "num_particles"),
-    ):
+    for flag, name in COUNT_FLAGS:
         value = getattr(args, flag)
         if value is not None:
             options[name] = value
@@ -269,13 +272,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--size", action="append", default=[], metavar="KEY=VALUE", help="size of simulated data, e.g. --size n=100"
     )
     p.add_argument("--data-seed", type=int, default=0, help="seed of simulated data (default: 0)")
-    for flag, name in (
-        ("chains", "num_chains"),
-        ("warmup", "num_warmup"),
-        ("samples", "num_samples"),
-        ("steps", "num_steps"),
-        ("particles", "num_particles"),
-    ):
+    for flag, name in COUNT_FLAGS:
         p.add_argument(f"--{flag}", type=int, help=f"{name}, for every engine that has it")
     p.add_argument(
         "--params", action="append", default=[], metavar="SITE=VALUE", help="fix a model parameter in every engine"
