@@ -32,6 +32,10 @@ distribution. Two particle estimates (``score_method``):
   each genealogy path, score = sum_i W_T^i d_T^i. O(N) but its paths coalesce, so for T >> N it estimates the
   expectation under a degenerate path measure (variance quadratic in T, and a bias that learning accumulates).
 
+Speed (docs/performance.md#particle-filters): systematic resampling is O(N) (``systematic``); normals come from the
+AS241 inverse CDF (``standard_normal``: the uniforms ``jax.random.normal`` would use, a cheaper and more accurate
+map); fully adapted steps evaluate the transition once per particle (``adapted_moments``).
+
 The accumulators live in the space of the view's ``theta`` and are mapped to the parameters once at the end by a
 vector-Jacobian product (exact by linearity), so the per-particle work never differentiates through ``bind``.
 """
