@@ -15,36 +15,33 @@ pin it (``taskset -c 0 ...``). Prints two Markdown tables.
 """
 
 import argparse
+from pathlib import Path
 
 import zoo  # noqa: F401  (float64)
 from benchmarks import pf_throughput
 from inference.files.tables import read_published
-from inference.pgas import time_sweeps
-from paper_figures import mchutchon_pgas_timing as figure
+from inference.pgas import sweep_timing_grid
+from zoo.data.kink_fixtures import TIMING_PARAMS, timing_problem
+
+# The figure's settings and published times, read from its folder (benchmarks do not import paper_figures).
+FIGURE = Path(__file__).resolve().parents[1] / "paper_figures" / "mchutchon_pgas_timing.py"
+QUICK_GRID = {"particles": (100, 1000), "samples": (10, 100), "max_cell_s": 20.0}
+FULL_GRID = {"particles": (100, 500, 1000, 5000, 10000), "samples": (10, 50, 100, 500, 1000), "max_cell_s": 120.0}
 
 
 def estep_rows(full: bool, max_cell_s: float | None, repeats: int) -> list[dict]:
-    """The figure's grid, each measured cell the fastest of ``repeats`` calls (``pgas.time_sweeps``); a cell whose
-    time, predicted from the row's last measured cell, exceeds max_cell_s is extrapolated and marked so."""
-    cfg = figure.settings(quick=not full)
+    """The figure's grid (``inference.pgas.sweep_timing_grid``), each measured cell the fastest of ``repeats``
+    calls, with the thesis's time and the speedup."""
+    cfg = FULL_GRID if full else QUICK_GRID
+    spec, observed = timing_problem()
+    thesis = {(int(r["particles"]), int(r["samples"])): float(r["thesis_s"]) for r in read_published(str(FIGURE))}
     limit = cfg["max_cell_s"] if max_cell_s is None else max_cell_s
-    spec, observed = figure.kink_problem()
-    view = spec.views["state_space"]
-    published = read_published(figure.__file__)
-    thesis = {(int(r["particles"]), int(r["samples"])): float(r["thesis_s"]) for r in published}
-    rows = []
-    for N in cfg["particles"]:
-        per_sample = None
-        for S in cfg["samples"]:
-            row = {"particles": N, "samples": S, "thesis_s": thesis[(N, S)]}
-            if per_sample is not None and per_sample * S > limit:
-                row.update(run_s=per_sample * S, compile_s=float("nan"), extrapolated=True)
-            else:
-                compile_s, run_s = time_sweeps(view, figure.PARAMS, observed, N, S, repeats=repeats)
-                per_sample = run_s / S
-                row.update(run_s=run_s, compile_s=compile_s, extrapolated=False)
-            row["speedup"] = row["thesis_s"] / row["run_s"]
-            rows.append(row)
+    rows = sweep_timing_grid(
+        spec.views["state_space"], TIMING_PARAMS, observed, cfg["particles"], cfg["samples"], limit, repeats
+    )
+    for row in rows:
+        row["thesis_s"] = thesis[(row["particles"], row["samples"])]
+        row["speedup"] = row["thesis_s"] / row["run_s"]
     return rows
 
 

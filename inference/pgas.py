@@ -170,6 +170,28 @@ def time_sweeps(
     return timer.compile_s, best
 
 
+def sweep_timing_grid(
+    view, params, observed, particles, samples, max_cell_s: float, repeats: int = 1
+) -> list[dict[str, float | int | bool]]:
+    """Table 3.3's grid: ``time_sweeps`` for every (particles, samples) cell, row by row. A cell whose time, predicted
+    from the row's largest measured cell, exceeds ``max_cell_s`` is extrapolated linearly in the samples and marked
+    ``extrapolated`` (compile_s NaN). Rows: particles, samples, run_s, compile_s, extrapolated."""
+    rows = []
+    for N in particles:
+        per_sample = None  # seconds per sweep of the row's largest measured cell
+        for S in samples:
+            if per_sample is not None and per_sample * S > max_cell_s:
+                rows.append(
+                    dict(particles=N, samples=S, run_s=per_sample * S, compile_s=float("nan"), extrapolated=True)
+                )
+                continue
+            compile_s, run_s = time_sweeps(view, params, observed, N, S, repeats=repeats)
+            per_sample = run_s / S
+            rows.append({"particles": N, "samples": S, "run_s": run_s, "compile_s": compile_s, "extrapolated": False})
+            print(f"{N:>6} particles x {S:>5} samples: {run_s:.3g} s", flush=True)
+    return rows
+
+
 def check_fully_adapted(view) -> None:
     if view.predictive is None or view.proposal is None:
         raise OptionError("PGAS here runs on the fully adapted filter: the model's view needs predictive/proposal")

@@ -13,20 +13,11 @@ threads); we run on whatever this machine is (2 CPU cores in CI), so the ratio i
 
 from pathlib import Path
 
-import jax
-import numpy as np
-
 from inference.files.tables import read_published, write_comparison, write_csv
-from inference.pgas import time_sweeps
-from inference.program import observed_args
-from zoo import gpssm
-from zoo.data import ssm_systems
-from zoo.data.kink_fixtures import fixed_kink_params
+from inference.pgas import sweep_timing_grid
+from zoo.data.kink_fixtures import TIMING_PARAMS, timing_problem
 
 DESCRIPTION = "McHutchon 2014 Table 3.3: PGAS E-step wall-clock, particles x samples, vs the thesis's Matlab times"
-NUM_PSEUDO = 10
-PSEUDO_INPUTS = np.linspace(-3.0, 6.0, NUM_PSEUDO)[:, None]
-PARAMS = fixed_kink_params(PSEUDO_INPUTS)
 
 
 def settings(quick: bool) -> dict:
@@ -35,32 +26,16 @@ def settings(quick: bool) -> dict:
     return {"particles": (100, 500, 1000, 5000, 10000), "samples": (10, 50, 100, 500, 1000), "max_cell_s": 120.0}
 
 
-def kink_problem():
-    """The sparse GP-SSM spec and one 20-step kink trajectory with the fixed pseudo-inputs."""
-    spec = gpssm.sparse_gpssm_spec("figure/kink-sparse-10", lambda key: None, 1)
-    data = ssm_systems.kink(jax.random.key(3), num_train=1, num_test=1, num_steps=20)
-    dataset = spec.validate({**data.observed, "pseudo_inputs": PSEUDO_INPUTS})
-    return spec, observed_args(dataset)
-
-
 def timing_grid(cfg: dict) -> list[dict]:
-    spec, observed = kink_problem()
-    view = spec.views["state_space"]
+    """The grid's rows (``inference.pgas.sweep_timing_grid``) with the thesis's time and the speedup."""
+    spec, observed = timing_problem()
     thesis = {(int(r["particles"]), int(r["samples"])): float(r["thesis_s"]) for r in read_published(__file__)}
-    rows = []
-    for N in cfg["particles"]:
-        per_sample = None  # seconds per sweep of the largest measured cell of this row
-        for S in cfg["samples"]:
-            row = {"particles": N, "samples": S, "thesis_s": thesis[(N, S)]}
-            if per_sample is not None and per_sample * S > cfg["max_cell_s"]:
-                row.update(run_s=per_sample * S, compile_s=float("nan"), extrapolated=True)
-            else:
-                compile_s, run_s = time_sweeps(view, PARAMS, observed, N, S)
-                per_sample = run_s / S
-                row.update(run_s=run_s, compile_s=compile_s, extrapolated=False)
-            row["speedup"] = row["thesis_s"] / row["run_s"]
-            rows.append(row)
-            print(f"{N:>6} particles x {S:>5} samples: {row['run_s']:.3g} s", flush=True)
+    rows = sweep_timing_grid(
+        spec.views["state_space"], TIMING_PARAMS, observed, cfg["particles"], cfg["samples"], cfg["max_cell_s"]
+    )
+    for row in rows:
+        row["thesis_s"] = thesis[(row["particles"], row["samples"])]
+        row["speedup"] = row["thesis_s"] / row["run_s"]
     return rows
 
 

@@ -5,8 +5,11 @@ Tables 3.2 and 3.3) measure the posterior approximation, not the learning. Used 
 ``paper_figures`` alike.
 """
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 
+from zoo import gpssm
 from zoo.data import ssm_systems
 
 
@@ -24,3 +27,18 @@ def fixed_kink_params(pseudo_inputs: np.ndarray) -> dict[str, np.ndarray]:
 
 PSEUDO_INPUTS = np.linspace(-3.0, 6.0, 15)[:, None]  # (15, 1) on [-3, 6]
 PARAMS = fixed_kink_params(PSEUDO_INPUTS)
+
+
+# McHutchon 2014 Table 3.3's timing problem (docs/sources/mchutchon.md#settings): one 20-step trajectory of the kink,
+# the sparse GP-SSM with 10 pseudo-points on [-3, 6], parameters fixed near the truth.
+TIMING_PSEUDO_INPUTS = np.linspace(-3.0, 6.0, 10)[:, None]  # (10, 1)
+TIMING_PARAMS = fixed_kink_params(TIMING_PSEUDO_INPUTS)
+
+
+def timing_problem():
+    """(spec, observed) of Table 3.3's timing problem: the sparse GP-SSM spec and one 20-step kink trajectory with
+    ``TIMING_PSEUDO_INPUTS``; observed as JAX arrays."""
+    spec = gpssm.sparse_gpssm_spec("figure/kink-sparse-10", lambda key: None, 1)
+    data = ssm_systems.kink(jax.random.key(3), num_train=1, num_test=1, num_steps=20)
+    dataset = spec.validate({**data.observed, "pseudo_inputs": TIMING_PSEUDO_INPUTS})
+    return spec, {name: jnp.asarray(value) for name, value in dataset.observed.items()}
