@@ -140,7 +140,8 @@ def test_every_declared_engine_option_out_of_range_fails_before_any_compilation(
 
 def test_an_unknown_parameter_lists_the_parameters_not_the_latent_states():
     with pytest.raises(OptionError) as error:
-        inference.run("lgssm", None, engine="kalman", params={"noize": 1.0})
+        tiny = {"y": np.zeros((1, 3, 2)), "lengths": np.array([3.0])}  # no simulation to compile
+        inference.run("lgssm", tiny, engine="kalman", params={"noize": 1.0})
     known, _, latent = str(error.value).partition("Latent variables")
     assert "Known: A, C, obs_var, process_var." in known and "x1" not in known
     assert "x, x1" in latent
