@@ -67,15 +67,16 @@ def min_ess(posterior: dict) -> float:
 
 
 def ours(data, seed: int, chains: int, warmup: int, draws: int, **extra) -> dict:
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     idata = inference.run(
         MODEL, data, engine="nuts", seed=seed, num_chains=chains, num_warmup=warmup, num_samples=draws, **extra
     )
-    wall = time.perf_counter() - start
+    wall, cpu = time.perf_counter() - start, time.process_time() - cpu
     stats = diagnostics.engine_stats(idata)
     grads = int(idata.posterior.attrs["num_grad_evals"])
     return {
         "wall_s": wall,
+        "cpu_s": cpu,
         "compile_s": stats["compile_s"],
         "run_s": stats["run_s"],
         "ess": stats["min_ess_bulk"],
@@ -144,14 +145,21 @@ def potential_gradient(n: int):
 
 def time_compiled_loop(body, x, reps: int) -> float:
     """Seconds per iteration of ``x = body(x)`` in a compiled ``fori_loop`` (best of 3 runs after a warm-up run)."""
+    return time_compiled_loop_clocks(body, x, reps)["wall"]
+
+
+def time_compiled_loop_clocks(body, x, reps: int) -> dict[str, float]:
+    """Per iteration of ``x = body(x)`` in a compiled ``fori_loop``, best of 3 runs after a warm-up: wall seconds and
+    this process's CPU seconds (which other processes on a shared core do not inflate)."""
     loop = jax.jit(lambda x: jax.lax.fori_loop(0, reps, lambda _, x: body(x), x)).lower(x).compile()
     jax.block_until_ready(loop(x))
-    best = np.inf
+    best = {"wall": np.inf, "cpu": np.inf}
     for _ in range(3):
-        start = time.perf_counter()
+        wall, cpu = time.perf_counter(), time.process_time()
         jax.block_until_ready(loop(x))
-        best = min(best, time.perf_counter() - start)
-    return best / reps
+        best["wall"] = min(best["wall"], time.perf_counter() - wall)
+        best["cpu"] = min(best["cpu"], time.process_time() - cpu)
+    return {k: v / reps for k, v in best.items()}
 
 
 def nudge(z, g):
@@ -167,14 +175,20 @@ def bare_gradients(n: int, chains: int) -> dict[str, float]:
     z = initial_positions(model, jax.random.key(0), chains, {}, observed, 2.0)
     one = jax.tree.map(lambda a: a[0], z)
     reps = max(5, int(3e7 / n**2.5))
-    vmapped = time_compiled_loop(lambda z: nudge(z, jax.vmap(lambda zz: grad(zz, observed))(z)), z, reps)
-    single = time_compiled_loop(lambda z: nudge(z, grad(z, observed)), one, reps)
+    vmapped = time_compiled_loop_clocks(lambda z: nudge(z, jax.vmap(lambda zz: grad(zz, observed))(z)), z, reps)
+    single = time_compiled_loop_clocks(lambda z: nudge(z, grad(z, observed)), one, reps)
 
     def forward(z):
         value = potential_energy(model, ({},), observed, z)
         return jax.tree.map(lambda a: a + 1e-300 * value, z)
 
-    return {"vmapped_s": vmapped, "single_s": single, "potential_s": time_compiled_loop(forward, one, reps)}
+    return {
+        "vmapped_s": vmapped["wall"],
+        "single_s": single["wall"],
+        "vmapped_cpu_s": vmapped["cpu"],
+        "single_cpu_s": single["cpu"],
+        "potential_s": time_compiled_loop(forward, one, reps),
+    }
 
 
 def flops_per_gradient(n: int, d: int = 1) -> dict[str, float]:
@@ -225,6 +239,11 @@ def _first_call(env) -> dict:
 
 
 # ------------------------------------------------------------------------------------------------------- per size
+def floor_row(n: int, chains: int) -> dict:
+    """The bare gradient, its flops and the machine's dense rates at n, without running a sampler."""
+    return {"n": n, "bare": bare_gradients(n, chains), "flops": flops_per_gradient(n), "dense": dense_rates(n)}
+
+
 def size_row(n: int, chains: int, warmup: int, draws: int, full: bool) -> dict:
     """ESS/s of every way of calling at data size n, ours' sampler overhead over the bare gradient, flop rates.
 
@@ -239,9 +258,53 @@ def size_row(n: int, chains: int, warmup: int, draws: int, full: bool) -> dict:
     if full:
         row["numpyro_rerun"] = numpyro_call(mcmc, dataset(n, 1), 1)
         row["ours_vectorized"] = ours(dataset(n, 0), 0, chains, warmup, draws, chain_method="vectorized")
-    row.update(bare=bare_gradients(n, chains), flops=flops_per_gradient(n), dense=dense_rates(n))
+    row.update(floor_row(n, chains))
     print(f"  ours {first}\n  NumPyro {numpyro_first}", flush=True)
     return row
+
+
+def cpu_overhead_row(n: int, chains: int, warmup: int, draws: int) -> dict:
+    """Sampler overhead in this process's CPU time: a warm call (the first one compiles) against the bare gradients'
+    CPU time, so that other processes sharing the core inflate neither side."""
+    ours(dataset(n, 0), 0, chains, warmup, draws)
+    warm = ours(dataset(n, 1), 1, chains, warmup, draws)
+    bare = bare_gradients(n, chains)
+    print(f"  CPU-time overhead run {warm}", flush=True)
+    return {"n": n, "warmup": warmup, "draws": draws, "ours": warm, "bare": bare}
+
+
+def cpu_overhead_table(rows: list[dict], chains: int) -> str:
+    out = []
+    for r in rows:
+        o, b = r["ours"], r["bare"]
+        per_gradient = o["cpu_s"] / (o["grads"] / chains)
+        out.append(
+            [
+                r["n"],
+                f"{r['warmup']}+{r['draws']}",
+                o["grads"],
+                f"{o['wall_s']:.2f}",
+                f"{o['cpu_s']:.2f}",
+                f"{per_gradient * 1e3:.3f}",
+                f"{b['vmapped_cpu_s'] * 1e3:.3f}",
+                f"{chains * b['single_cpu_s'] * 1e3:.3f}",
+                f"{per_gradient / b['vmapped_cpu_s']:.2f}",
+                f"{per_gradient / (chains * b['single_cpu_s']):.2f}",
+            ]
+        )
+    header = [
+        "N",
+        "warmup+draws",
+        "grads (all chains)",
+        "warm call wall (s)",
+        "warm call CPU (s)",
+        f"CPU ms per {chains}-chain gradient",
+        f"bare vmapped {chains}-chain gradient CPU (ms)",
+        f"bare {chains} x single-chain gradient CPU (ms)",
+        "overhead over vmapped floor",
+        "overhead over single-chain floor",
+    ]
+    return markdown_table(header, out)
 
 
 def overhead(run: dict, seconds_per_gradient: float, chains: int) -> float:
@@ -277,7 +340,7 @@ def ess_per_s(run: dict | None, seconds: str) -> str:
 
 def ess_table(rows: list[dict]) -> str:
     out = []
-    for r in rows:
+    for r in (r for r in rows if "ours" in r):
         o, first, rerun, vector = r["ours"], r["numpyro_first"], r.get("numpyro_rerun"), r.get("ours_vectorized")
         ratio = "-" if rerun is None else f"{(o['ess'] / o['run_s']) / (rerun['ess'] / rerun['wall_s']):.2f}"
         out.append(
@@ -311,7 +374,7 @@ def ess_table(rows: list[dict]) -> str:
 
 def overhead_table(rows: list[dict], chains: int) -> str:
     out = []
-    for r in rows:
+    for r in (r for r in rows if "ours" in r):
         o, b, vector = r["ours"], r["bare"], r.get("ours_vectorized")
         out.append(
             [
@@ -400,6 +463,9 @@ def main() -> None:
     parser.add_argument("--budget", nargs="*", default=[], help="N=warmup,draws per size (defaults: DEFAULT_BUDGET)")
     parser.add_argument("--chains", type=int, default=4)
     parser.add_argument("--full-upto", type=int, default=100, help="NumPyro re-run and vectorized chains up to N")
+    parser.add_argument("--overhead-sizes", type=int, nargs="*", default=[], help="CPU-time overhead runs at N")
+    parser.add_argument("--overhead-budget", default="30,30", help="warmup,draws of the CPU-time overhead runs")
+    parser.add_argument("--floor-only-above", type=int, default=10**9, help="no sampler runs at larger N")
     parser.add_argument("--skip", nargs="*", default=[], choices=["calls", "sizes", "compile"])
     parser.add_argument("--quick", action="store_true", help="small smoke run: N = 50 and 100, 2 calls, few draws")
     args = parser.parse_args()
@@ -429,10 +495,18 @@ def main() -> None:
         rows = []
         for n in args.sizes:
             print(f"N = {n}, {budget[n][0]}+{budget[n][1]}:", flush=True)
-            rows.append(size_row(n, args.chains, *budget[n], full=n <= args.full_upto))
+            if n > args.floor_only_above:
+                rows.append(floor_row(n, args.chains))
+            else:
+                rows.append(size_row(n, args.chains, *budget[n], full=n <= args.full_upto))
             results["sizes"] = rows
             write(args.out, results, [*sections, *size_sections(rows, args.chains)])  # a partial report per size
         sections += size_sections(rows, args.chains)
+    if args.overhead_sizes:
+        warmup, draws = (int(x) for x in args.overhead_budget.split(","))
+        results["cpu_overhead"] = [cpu_overhead_row(n, args.chains, warmup, draws) for n in args.overhead_sizes]
+        title = "## Sampler overhead in CPU time (a warm call against the bare gradients' CPU time)\n"
+        sections += [title, cpu_overhead_table(results["cpu_overhead"], args.chains), ""]
     print(write(args.out, results, sections))
 
 
