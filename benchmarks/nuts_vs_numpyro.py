@@ -24,7 +24,10 @@ Point ``ZOO_JAX_CACHE_DIR`` at a fresh directory for first calls that compile (t
 so NumPyro's compilations use it too).
 
 Usage: ``taskset -c 1 python -m benchmarks.nuts_vs_numpyro [--out DIR] [--sizes 50 100 500 1000]
-[--calls 1 10 100]``; ``--quick`` for a small smoke run. Warmup/draws per size: ``--budget N=W,S``.
+[--calls 1 10 100]``; ``--quick`` for a small smoke run. Warmup/draws per size: ``--budget N=W,S``;
+``--floor-only-above N``: only the gradient floor and flop rates at larger sizes; ``--overhead-sizes 50 100 500``:
+the sampler overhead again in this process's CPU time (on a shared core the wall-time ratio also measures the
+neighbours); ``--skip compile calls sizes`` leaves sections out. Commands and results: docs/performance.md#nuts.
 """
 
 import argparse
