@@ -63,6 +63,13 @@ def check_against_ml(idata, ml):
         assert abs(runs.mean() - ml[name]) < 4 * se, (name, runs.mean(), ml[name], se)
 
 
+# EM from START converges slowly on this problem: after 25 PGAS-EM iterations (or 35 PSAEM ones, 15 of them with
+# gamma = 1) the runs' mean still sat 2-5 standard errors from the ML estimate on every seed tried (A above,
+# process_var below), the same before and after the particle filter's rewrite, so those settings passed by the luck
+# of one seed. With 80 full iterations, and 150 PSAEM ones of which 80 are full, the bias is below the runs' spread
+# (|z| < 1.5 on seeds 0-2).
+
+
 def test_pgas_em_recovers_exact_ml():
     data, observed = problem()
     idata = inference.run(
@@ -70,7 +77,7 @@ def test_pgas_em_recovers_exact_ml():
         data,
         engine="pgas-em",
         num_chains=RUNS,
-        num_steps=25,
+        num_steps=80,
         num_samples=5,
         num_particles=10,
         params=START,
@@ -81,15 +88,15 @@ def test_pgas_em_recovers_exact_ml():
 
 
 def test_psaem_recovers_exact_ml():
-    """gamma_j = 1 for the first 15 iterations (PGAS-EM burn-in), then (j - 15)^-0.7 for 20 more."""
+    """gamma_j = 1 for the first 80 iterations (PGAS-EM burn-in), then (j - 80)^-0.7 for 70 more."""
     data, observed = problem()
     idata = inference.run(
         SPEC,
         data,
         engine="psaem",
         num_chains=RUNS,
-        num_steps=35,
-        full_steps=15,
+        num_steps=150,
+        full_steps=80,
         num_samples=5,
         num_particles=10,
         params=START,
