@@ -53,13 +53,7 @@ def nuts_chains(model, num_warmup: int, num_samples: int, target_accept: float, 
 @register_engine(
     "numpyro-nuts",
     requires={"continuous"},
-    options={
-        "num_chains": opt.num_chains(4),
-        "num_warmup": opt.num_warmup(500, minimum=1),
-        "num_samples": opt.num_samples(500),
-        "params": opt.params({}),
-        "target_accept": opt.target_accept(0.8),
-    },
+    options=opt.adaptive_mcmc(),
     summary="NumPyro's NUTS kernel (vectorized chains), the peer reference for BlackJAX NUTS",
 )
 def numpyro_nuts(spec, dataset, key, timer, **options) -> EngineOutput:

@@ -31,12 +31,7 @@ from inference.program import conditioned_program, observed_args
 from zoo.options import Option
 
 COMMON_OPTIONS = {
-    "num_chains": opt.num_chains(4),
-    # both adapt their step size during warmup, which needs at least one step
-    "num_warmup": opt.num_warmup(500, minimum=1),
-    "num_samples": opt.num_samples(500),
-    "params": opt.params({}),
-    "target_accept": opt.target_accept(0.8),
+    **opt.adaptive_mcmc(),
     "dense_mass": Option("bool", False, "adapt a dense mass matrix (else diagonal)"),
     "init_radius": Option("float", 2.0, "chains start uniform on (-r, r) in the unconstrained space", above=0.0),
     "chain_method": Option(

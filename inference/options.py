@@ -50,3 +50,15 @@ def fraction(default: float, doc: str, *, closed: bool = True) -> Option:
     if closed:
         return Option("float", default, doc, minimum=0.0, maximum=1.0)
     return Option("float", default, doc, above=0.0, below=1.0)
+
+
+def adaptive_mcmc() -> dict[str, Option]:
+    """What BlackJAX's NUTS/HMC and NumPyro's NUTS share: 4 chains of 500 warm-up steps (at least one: the step size
+    adapts during warm-up) and 500 draws, fixed ``params``, and the adaptation's target acceptance rate."""
+    return {
+        "num_chains": num_chains(4),
+        "num_warmup": num_warmup(500, minimum=1),
+        "num_samples": num_samples(500),
+        "params": params({}),
+        "target_accept": target_accept(0.8),
+    }
