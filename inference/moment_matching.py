@@ -201,11 +201,6 @@ def ads_runner(gp_view, form: str, num_samples: int):
     return jax.jit(run)
 
 
-def _check_form(form):
-    if form not in ("rts", "ep"):
-        raise OptionError(f"form must be 'rts' (ADS) or 'ep' (moment-matching EP), got {form!r}")
-
-
 @register_engine(
     "ads",
     requires={"gp_ssm_se"},
@@ -218,7 +213,6 @@ def _check_form(form):
 )
 def ads(spec, dataset, key, timer, **options) -> EngineOutput:
     """Parameters: ``params`` over the AR1-GP initialisation of the GP-SSM view (Algorithm 1's starting point)."""
-    _check_form(options["form"])
     gp_view = spec.views["gp_ssm"]
     init, fixed = _learned_and_fixed(gp_view, dataset, options["params"])
     run = ads_runner(gp_view, options["form"], options["num_samples"])
