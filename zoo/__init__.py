@@ -9,6 +9,7 @@ from zoo.config import configure_jax
 configure_jax()
 
 from zoo import (  # noqa: E402,F401  (registers the models)
+    additive,
     dagp,
     deep_gp,
     gpssm,

@@ -6,8 +6,10 @@ Kaiser 2021, sec. 2.4). See docs/sources/duvenaud.md#base-kernels and docs/sourc
 - ``nonstationary``: Lin, the changepoint CP and the change window CW.
 - ``grammar``: ``parse("SE x Per + RQ")`` and the printed notation.
 - ``priors``: NumPyro sample sites with default priors, default values, BIC parameter counts.
+- ``additive``: the additive kernel of all interaction orders (Duvenaud ch. 6) and its dropout reading.
 """
 
+from zoo.kernels.additive import Additive
 from zoo.kernels.base import (
     ActiveDims,
     Kernel,
@@ -62,6 +64,7 @@ M12, M32, M52 = Matern12, Matern32, Matern52
 
 __all__ = [
     "ActiveDims",
+    "Additive",
     "CP",
     "CW",
     "ChangeWindow",

@@ -135,6 +135,12 @@ class Kernel:
         """How many input columns this kernel's own hyperparameters see when the data have D."""
         return D
 
+    def param_shape(self, name: str, D: int) -> tuple[int, ...]:
+        """Shape of hyperparameter ``name`` as a sample site when the kernel sees D input columns: an ARD
+        ``lengthscale`` is (D,), every other one a scalar; a kernel with vector hyperparameters overrides this
+        (the additive kernel's order variances, ``zoo.kernels.additive``)."""
+        return (D,) if name == "lengthscale" else ()
+
 
 def _operand(other: Any, op: str) -> Kernel:
     if isinstance(other, Kernel):

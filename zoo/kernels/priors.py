@@ -89,8 +89,9 @@ def sample_sites(
     def draw(index, node, name, D_seen):
         site = prefix + prefixes[index] + name
         prior = given.get(site, given.get(name, defaults[name]))
-        if name in ARD:
-            return numpyro.sample(site, prior.expand([D_seen]).to_event(1))
+        shape = node.param_shape(name, D_seen)
+        if shape:
+            return numpyro.sample(site, prior.expand(list(shape)).to_event(len(shape)))
         return numpyro.sample(site, prior)
 
     return _rebuild(kernel, D, draw, [0])
@@ -166,7 +167,7 @@ def num_params(kernel: Kernel, D: int = 1) -> int:
     scales: a product of k factors that each carry a scale has k - 1 of them (docs/sources/duvenaud.md#bic-count).
     The noise variance of a regression model is not part of the kernel; add 1 for it."""
     D_seen = kernel.input_dims(D)
-    own = sum(D_seen if name in ARD else 1 for name in kernel.PARAMS)
+    own = sum(int(np.prod(kernel.param_shape(name, D_seen))) for name in kernel.PARAMS)
     if isinstance(kernel, Product):
         factors = _factors(kernel)
         total = sum(num_params(f, D) for f in factors)
