@@ -21,9 +21,12 @@ class Fit(NamedTuple):
     wall_s: float
 
 
-def fit_ml2(expression: str, X, y, restarts: int = 1, num_steps: int = 500, seed: int = 0) -> Fit:
-    """ML-II of ``gp/regression`` with kernel ``expression`` on (X (n, D), y (n,)); chain 0 starts at the model's
-    defaults (every hyperparameter 1, noise 0.1), the others N(0, 1) away in the unconstrained space."""
+def fit_ml2(
+    expression: str, X, y, restarts: int = 1, num_steps: int = 500, seed: int = 0, init: dict | None = None
+) -> Fit:
+    """ML-II of ``gp/regression`` with kernel ``expression`` on (X (n, D), y (n,)); chain 0 starts at ``init``
+    (constrained values by site name) and the model's defaults for the rest (every hyperparameter 1, noise 0.1), the
+    others N(0, 1) away in the unconstrained space."""
     idata = inference.run(
         zoo.get("gp/regression", kernel=expression),
         {"X": X, "y": y},
@@ -31,6 +34,7 @@ def fit_ml2(expression: str, X, y, restarts: int = 1, num_steps: int = 500, seed
         seed=seed,
         num_chains=restarts,
         num_steps=num_steps,
+        init=init or {},
     )
     logliks = np.asarray(idata.point_estimates["log_likelihood"].values, float)
     chain = int(np.nanargmax(logliks))

@@ -167,3 +167,13 @@ def test_renders_in_chromium(case, tmp_path):
     assert dom.count("<table") == 1
     assert dom.count('src="data:image/png;base64,') == len(case[3].rows) + 2
     assert all(f'id="component-{k}"' in dom for k in range(1, len(case[3].rows) + 1))
+
+
+def test_shipped_series():
+    from zoo.data import tsdl
+
+    series = tsdl.load("01-airline")
+    assert (len(series.x_train), len(series.x_test)) == (129, 15)  # 144 months, split 90 / 10
+    assert np.all(np.diff(np.concatenate([series.x_train, series.x_test])) > 0)
+    with pytest.raises(DataError, match="no series"):
+        tsdl.load("02-solar")
