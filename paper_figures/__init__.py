@@ -32,6 +32,7 @@ SCRIPTS: list[str] = [
     "duvenaud_kernels",
     "duvenaud_additive_extrapolation",
     "duvenaud_concrete_additive",
+    "duvenaud_deep_priors",
     "duvenaud_abcd_reports",
 ]
 
