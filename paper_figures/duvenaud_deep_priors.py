@@ -13,7 +13,7 @@ sigma^2 = 1; 1-D standard sigma^2 / w^2 = pi / 2 (sec. 5.2.1: E|f'| = 1); otherw
 the panels the text does not name are ours: 5.6 [1, 4, 6], 5.10 [2, 10, 20], 5.7 and 5.12 [1, 10, 40]. Sizes (quick
 / full): a 1-D grid of 150 / 400 points on [-2, 2] sampled jointly with exact derivatives (8 / 30 draws); spectra
 from 2000 / 20000 draws of the Jacobian at one point (exact derivative draws: products of Gaussian matrices, Thm
-5.2.3); 4 / 8 draws of 150 / 500 warped points and one 14^2 / 40^2 feature-map grid on [-2, 2]^2, each sampled
+5.2.3); 4 / 8 draws of 150 / 500 warped points and one 14^2 / 30^2 feature-map grid on [-2, 2]^2, each sampled
 jointly with its exact Jacobians (the local-dimension statistic s2/s1); 5.13 draws on 300 / 1000 points of [0, 4].
 
 No published numbers: comparison.md states each qualitative claim of the text beside the statistic we measured
@@ -32,7 +32,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from inference.files.tables import write_comparison, write_csv  # noqa: E402
+from inference.files.tables import markdown_table, write_comparison, write_csv  # noqa: E402
 from zoo import deep_prior as dp  # noqa: E402
 
 DESCRIPTION = "Duvenaud 2014 Figs 5.3, 5.5-5.7, 5.9-5.13: deep-GP prior draws, Jacobian spectra, deep kernels"
@@ -81,21 +81,22 @@ def one_d(key, out: Path, quick: bool, rows: list, jitter_rows: list) -> None:
             ax.plot(x[:, 0], layers[0, depth - 1], lw=1)
             ax.set_title(f"{name(connected)}, {depth} layer{'s' if depth > 1 else ''}", fontsize=9)
             s = slopes[:, depth - 1]
-            stats[connected, depth] = (np.mean(s < FLAT), np.mean(s > STEEP), np.std(np.log(s)))
+            span = np.median(np.ptp(layers[:, depth - 1], axis=-1))
+            stats[connected, depth] = (np.mean(s < FLAT), np.mean(s > STEEP), np.std(np.log(s)), span)
     figure.suptitle("Figs 5.3 (top) and 5.9 (bottom): 1-D deep-GP draws through depth", fontsize=10)
     figure.tight_layout()
     figure.savefig(out / "fig5_3_5_9_one_d.png", dpi=110)
     plt.close(figure)
     for connected in (False, True):
         for depth in ONE_D_DEPTHS:
-            flat, steep, sd = stats[connected, depth]
+            flat, steep, sd, span = stats[connected, depth]
             rows.append(
                 {
                     "figure": "5.9" if connected else "5.3",
                     "architecture": name(connected),
                     "depth": depth,
-                    "statistic": f"P(|f'| < {FLAT}) / P(|f'| > {STEEP}) / sd log|f'|",
-                    "ours": f"{flat:.3f} / {steep:.3f} / {sd:.2f}",
+                    "statistic": f"P(|f'| < {FLAT}) / P(|f'| > {STEEP}) / sd log|f'| / median span of f",
+                    "ours": f"{flat:.3f} / {steep:.3f} / {sd:.2f} / {span:.3g}",
                     "closed form": f"sd {np.sqrt(dp.log_abs_derivative_moments(1.0, hyper(1, False)[1], depth)[1]):.2f}"
                     if not connected
                     else "",
@@ -259,7 +260,7 @@ def clouds(key, out: Path, quick: bool, rows: list, jitter_rows: list) -> None:
 
 # ---------------------------------------------------------------------------------------------------- Figs 5.7, 5.12
 def feature_maps(key, out: Path, quick: bool, rows: list, jitter_rows: list) -> None:
-    G = 14 if quick else 40
+    G = 14 if quick else 30
     g = np.linspace(-2.0, 2.0, G)
     x = np.stack(np.meshgrid(g, g, indexing="ij"), -1).reshape(-1, 2)
     figure, axes = plt.subplots(2, 4, figsize=(13, 6.5))
@@ -395,7 +396,11 @@ def main(quick: bool, out: Path) -> None:
         f"{'Quick' if quick else 'Full'} run. The thesis prints no numbers for these figures; each row states its "
         "qualitative claim and the statistic we measured (AGREE when it shows the claim, by the threshold in the "
         "script). Assumed hyperparameters and depths: the script's docstring and "
-        "docs/sources/duvenaud.md#fig-deep-priors. Jitter (added only where a Cholesky failed) is in jitter.csv."
+        "docs/sources/duvenaud.md#fig-deep-priors.\n\n"
+        "Jitter, added only where a layer's Cholesky failed (the smallest of 1e-12 ... 1e-6 times the mean diagonal "
+        "that succeeds). A jitter of 1e-12 sigma^2 adds noise of sd 1e-6 sigma to a layer's values: it shows only "
+        "in a draw whose span has collapsed to below about 1e-4 (the median spans are in the 5.3 rows).\n\n"
+        + markdown_table(jitter_table)
     )
     write_comparison(out, [{k: row.get(k, "") for k in HEADER} for row in rows], preamble)
 
