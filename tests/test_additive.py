@@ -225,3 +225,15 @@ def test_sampling_and_variational_engines_run(tiny, engine, options):
 def test_first_order_binomial_counts():
     k = Additive(jnp.ones(4), jnp.ones(4), max_order=4)
     assert float(k.diag(points(1, 4))[0]) == sum(comb(4, n) for n in range(1, 5))
+
+
+def test_table_bolding_follows_the_paired_t_test():
+    from paper_figures.duvenaud_additive_tables import bold_set, scores
+
+    base = np.random.default_rng(10).normal(1.0, 0.1, 10)
+    wiggle = 0.02 * (-1.0) ** np.arange(10)  # paired differences of mean 0 (c) or 0.5 (b), sd 0.02
+    per_split = {"a": base, "b": base + 0.5 + wiggle, "c": base + wiggle}
+    assert bold_set(per_split) == {"a", "c"}
+    # The mean negative log density of N(0, 1) at y = 0 is log(2 pi) / 2.
+    mse, nll = scores(np.zeros(3), np.ones(3), np.zeros(3))
+    assert mse == 0.0 and abs(nll - 0.5 * np.log(2 * np.pi)) < 1e-12
