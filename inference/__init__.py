@@ -7,6 +7,7 @@ import zoo  # noqa: F401  (float64 and the compilation cache before any engine t
 from inference import (  # noqa: F401  (register the engines)
     diagnostics,  # noqa: F401  (imports ArviZ quietly, before anything else does)
     exact,
+    iwmm,
     kalman,
     ml2,
     moment_matching,

@@ -34,6 +34,7 @@ SCRIPTS: list[str] = [
     "duvenaud_concrete_additive",
     "duvenaud_deep_priors",
     "duvenaud_abcd_reports",
+    "duvenaud_iwmm",
     "duvenaud_additive_kernels",
     "duvenaud_additive_tables",
 ]

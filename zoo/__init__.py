@@ -13,6 +13,7 @@ from zoo import (  # noqa: E402,F401  (registers the models)
     dagp,
     deep_gp,
     gpssm,
+    iwmm,
     lgssm,
     multioutput,
     nigp,
