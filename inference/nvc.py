@@ -5,10 +5,11 @@ The model's program carries its bound as a factor (zoo/nvc.py: log p(theta) + L_
 an ``AutoDelta`` guide on the hyperparameter sites (the program's own ``numpyro.param``s -- inducing inputs and q(u)
 -- are optimised alongside): the loss is exactly -(log prior + bound), deterministic, maximised by Adam with a
 cosine-decayed learning rate (as the ``svi`` engine). The engine never imports a model: the model's ``nvc`` view
-supplies ``bound(values, X, y, num_layers)`` and ``predict(values, X_new, num_layers, propagation)``.
+supplies ``bound(values, inputs, y, num_layers)`` and ``predict(values, inputs_new, num_layers, propagation)``, with
+``inputs(arrays)`` picking the inputs (X, or X with output indices) from the data and ``depth`` a fixed depth.
 
 Output: point_estimates = every learnt value (constrained), ``nvc_bound``, and the analytic predictive mean/variance
-of f at the test inputs (``dataset.test["X"]``, else the training inputs) as ``f_mean`` and ``f_var``; posterior
+of f at the test inputs (``dataset.test``'s, else the training inputs) as ``f_mean`` and ``f_var``; posterior
 = ``num_samples`` independent draws of f per input from that Gaussian (marginal bands only); traces = the MAP
 objective per step.
 """
@@ -42,7 +43,7 @@ def nvc_runner(spec, num_layers: int, num_steps: int, num_samples: int, lr: floa
         k_init, k_draw = jax.random.split(key)
         params, losses = optimise.fit(svi, k_init, num_steps, **observed)
         values = {k: v for k, v in params.items() if not k.endswith("_auto_loc")} | guide.median(params)
-        bound = view.bound(values, observed["X"], observed["y"], num_layers)
+        bound = view.bound(values, view.inputs(observed), observed["y"], num_layers)
         mean, var = view.predict(values, X_new, num_layers, propagation)
         draws = mean + jnp.sqrt(var) * jax.random.normal(k_draw, (num_samples, mean.shape[0]))
         return values, -losses, bound, mean, var, draws
@@ -64,7 +65,8 @@ def nvc_runner(spec, num_layers: int, num_steps: int, num_samples: int, lr: floa
     summary="Nested variational compression: MAP-II on the analytic Psi-statistics bound; analytic predictive",
 )
 def nvc(spec, dataset, key, timer, **options) -> EngineOutput:
-    layers = options["num_layers"]
+    view = spec.views["nvc"]
+    layers = view.depth or options["num_layers"]  # a model of fixed depth (AMO-GP) sets its own
     run = nvc_runner(
         spec,
         int(layers),
@@ -75,7 +77,8 @@ def nvc(spec, dataset, key, timer, **options) -> EngineOutput:
         options["propagation"],
     )
     observed = observed_args(dataset)
-    X_new = jnp.asarray(dataset.test["X"]) if "X" in dataset.test else observed["X"]
+    has_test = all(name in dataset.test for name in view.input_names)
+    X_new = view.inputs({k: jnp.asarray(v) for k, v in dataset.test.items()}) if has_test else view.inputs(observed)
     values, objective, bound, mean, var, draws = timer.call(run, key, observed, X_new)
     point = {k: v[None] for k, v in values.items()}
     point |= {"nvc_bound": bound[None], "f_mean": mean[None], "f_var": var[None]}

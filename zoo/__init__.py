@@ -10,6 +10,7 @@ configure_jax()
 
 from zoo import (  # noqa: E402,F401  (registers the models)
     additive,
+    amogp,
     dagp,
     deep_gp,
     gpssm,

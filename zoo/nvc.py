@@ -302,11 +302,22 @@ def layers_from_values(values: dict, num_layers: int) -> list[NVCLayer]:
     ]
 
 
-class NVCView(NamedTuple):
-    """What the ``nvc`` engine needs beyond the program: the bound and the analytic predictive from values."""
+def _x_only(arrays: dict) -> Any:
+    return arrays["X"]
 
-    bound: Any  # (values, X, y, num_layers) -> scalar
-    predict: Any  # (values, X_new, num_layers, propagation) -> mean (n,), var (n,) of f_L
+
+class NVCView(NamedTuple):
+    """What the ``nvc`` engine needs beyond the program: the bound and the analytic predictive from values.
+
+    ``inputs`` picks the bound's and the predictive's inputs from the data arrays (X here; X with each point's output
+    index for a multi-output model), ``input_names`` the arrays it reads (the engine predicts at the test set when
+    the test set has them all), ``depth`` a model's fixed number of layers (None: the engine's ``num_layers``)."""
+
+    bound: Any  # (values, inputs, y, num_layers) -> scalar
+    predict: Any  # (values, inputs_new, num_layers, propagation) -> mean (n,), var (n,) of f_L
+    inputs: Any = _x_only
+    input_names: tuple = ("X",)
+    depth: int | None = None
 
 
 NVC_VIEW = NVCView(
