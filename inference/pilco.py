@@ -1,0 +1,332 @@
+"""PILCO with GP dynamics (McHutchon 2014, ch. 4; docs/sources/mchutchon.md#pilco): dynamics learning through
+``inference.run``, policy optimisation by L-BFGS on the predicted long-term cost, and the control loop (Fig 4.2).
+
+* ``learn_dynamics(model, observed)``: ``"ar-gp"`` is the original PILCO model, D GPs on the observed pairs
+  [y_{t-1}; u_{t-1}] -> y_t with identity mean (eq. 4.17), by ``inference.ar1.fit_ar1_gp`` (``gp/regression``
+  under ``ml2``); ``"gp-ssm"`` is the direct-method GP-SSM (``gpssm/sparse-cartpole`` under the ``direct``
+  engine, "without further modifications"). Both return a ``zoo.pilco.trajectory.GPDynamics``.
+* ``optimise_policy``: L-BFGS (optax, zoom line search, as ``ml2``) on sum_t E[L(x_t)] by moment matching
+  (eqs. 4.19-4.23) or by particles with frozen random numbers (M18), gradients by autodiff through the trajectory.
+* ``control_loop``: random roll-outs, then repeat {learn dynamics, optimise policy, roll out on the true plant}.
+
+The AR-GP's training set grows each trial; it is padded to a fixed capacity with far-away inputs whose weights are
+zero and whose kernel rows vanish, so the moments are unchanged and one compiled program serves every iteration
+(``pad_far``). The GP-SSM has a fixed number of pseudo-inputs.
+"""
+
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from jax.flatten_util import ravel_pytree
+
+from inference import ar1
+from inference.api import run
+from inference.program import observed_args
+from zoo import moments, ssm
+from zoo import registry as zoo_registry
+from zoo.errors import DataError, OptionError, ZooError
+from zoo.gp_ssm_view import linear_mean_of, pseudo_predictor
+from zoo.gpssm import ar1_regression_data
+from zoo.pilco import cost as costs
+from zoo.pilco import plant, policies
+from zoo.pilco import trajectory as tr
+
+Array = Any
+
+MODELS = ("ar-gp", "gp-ssm")
+EVALUATIONS = ("mm", "particles")
+
+
+class PlantError(ZooError):
+    """The true plant returned a non-finite state. ``trials`` holds every complete trial before the failing one."""
+
+    def __init__(self, message: str, trials: list):
+        super().__init__(message)
+        self.trials = trials
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Dynamics models
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def pad_far(X: np.ndarray, R: np.ndarray, capacity: int) -> tuple[np.ndarray, np.ndarray]:
+    """Pad inputs X (N, D) and targets R (N, E) to ``capacity`` rows with inputs 1e6 (1 + max|X|) apart from the data
+    and each other and zero targets: their kernel values underflow to exactly 0, so K is block diagonal, their
+    weights are 0 and their share of tr(K^{-1} Q) is 0; the GP's moments are those of the unpadded GP."""
+    N, D = X.shape
+    if capacity <= N:
+        return X, R
+    far = 1e6 * (1.0 + np.max(np.abs(X)))
+    pad = far * (1.0 + np.arange(capacity - N))[:, None] * np.ones((1, D))
+    return np.concatenate([X, pad]), np.concatenate([R, np.zeros((capacity - N, R.shape[1]))])
+
+
+def ar_gp_dynamics(observed: dict, capacity: int = 0, num_steps: int = ar1.NUM_STEPS) -> tr.GPDynamics:
+    """PILCO's AR-GP (eq. 4.17): ML-II GPs on observed transitions, identity mean, its noise on every prediction.
+    The controller sees the model's state directly (obs_var = 0): the AR-GP's state is the observation."""
+    fit = ar1.fit_ar1_gp(observed, "identity", num_steps=num_steps)
+    X, R, A, b = ar1_regression_data(observed, "identity")
+    X, R = pad_far(X, R, capacity)
+    predictor = moments.exact_gp_predictor(X, R, fit.signal_var, fit.lengthscale, fit.noise_var)
+    D = R.shape[1]
+    return tr.GPDynamics(
+        predictor, moments.LinearMean(jnp.asarray(A), jnp.asarray(b)), jnp.asarray(fit.noise_var), jnp.zeros(D)
+    )
+
+
+GPSSM_PARAMS = ("lengthscale", "signal_var", "process_var", "obs_var", "pseudo_targets")
+
+
+def gp_ssm_dynamics(observed: dict, num_pseudo: int = 50, num_steps: int = 350, seed: int = 0) -> tr.GPDynamics:
+    """The direct-method GP-SSM (``gpssm/sparse-cartpole``, ``direct`` engine; 350 steps for the cart-pole, Table
+    3.4): the pseudo-point GP plus process noise; the controller sees the learned observation noise."""
+    spec = zoo_registry.get("gpssm/sparse-cartpole", num_pseudo=num_pseudo)
+    data = ar1.prepare(spec, observed)
+    idata = run(spec, data, engine="direct", seed=seed, num_steps=num_steps, num_samples=1)
+    params = {k: jnp.asarray(idata.point_estimates[k].values[0]) for k in GPSSM_PARAMS}
+    view = spec.views["gp_ssm"]
+    dataset = data if isinstance(data, zoo_registry.Dataset) else zoo_registry.Dataset(observed=dict(data))
+    g = view.to_gpssm(ssm.bind(view.state_space, params, observed_args(dataset)))
+    return tr.GPDynamics(pseudo_predictor(g), linear_mean_of(g), g.process_var, g.obs_var)
+
+
+def learn_dynamics(model: str, observed: dict, **options) -> tr.GPDynamics:
+    """``model`` in MODELS; options go to ``ar_gp_dynamics`` or ``gp_ssm_dynamics``."""
+    if model == "ar-gp":
+        return ar_gp_dynamics(observed, **options)
+    if model == "gp-ssm":
+        return gp_ssm_dynamics(observed, **options)
+    raise OptionError(f"dynamics model {model!r} unknown; choose one of {MODELS}.")
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Policy optimisation
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def _lbfgs(loss, z0: Array, max_steps: int, tol: float):
+    """L-BFGS until the gradient norm is below ``tol`` or ``max_steps`` iterations; trace of the loss (max_steps,)."""
+    solver = optax.lbfgs()
+    value_and_grad = optax.value_and_grad_from_state(loss)
+
+    def running(carry):
+        _, state, i, _ = carry
+        grad = optax.tree_utils.tree_get(state, "grad")
+        return (i < max_steps) & ((i == 0) | (optax.tree_utils.tree_norm(grad) > tol))
+
+    def step(carry):
+        z, state, i, trace = carry
+        value, grad = value_and_grad(z, state=state)
+        updates, state = solver.update(grad, state, z, value=value, grad=grad, value_fn=loss)
+        return optax.apply_updates(z, updates), state, i + 1, trace.at[i].set(value)
+
+    init = (z0, solver.init(z0), jnp.asarray(0), jnp.full(max_steps, jnp.nan))
+    z, _, steps, trace = jax.lax.while_loop(running, step, init)
+    return z, trace, steps
+
+
+def policy_loss(evaluation: str, dyn, policy, u_max, cost, m0, S0, horizon, noise=None) -> Array:
+    """The predicted total cost of ``policy``: moment matching (``"mm"``) or particles (``"particles"``, ``noise``)."""
+    if evaluation == "mm":
+        return tr.expected_total_cost(dyn, policy, u_max, cost, m0, S0, horizon)
+    return tr.particle_total_cost(dyn, policy, u_max, cost, m0, S0, noise)
+
+
+@partial(jax.jit, static_argnames=("evaluation", "horizon", "max_steps", "u_max"))
+def _optimise(dyn, policy, cost, m0, S0, noise, evaluation, horizon, max_steps, u_max, tol):
+    flat0, unravel = ravel_pytree(policy)
+
+    def loss(flat):
+        return policy_loss(evaluation, dyn, unravel(flat), u_max, cost, m0, S0, horizon, noise)
+
+    flat, trace, steps = _lbfgs(loss, flat0, max_steps, tol)
+    final = loss(flat)
+    ok = jnp.isfinite(final)  # a step into non-finite territory keeps the start (recorded as ok = False)
+    return unravel(jnp.where(ok, flat, flat0)), trace, steps, jnp.where(ok, final, loss(flat0)), ok
+
+
+@dataclass(frozen=True)
+class PolicyFit:
+    """policy: the optimised policy; trace (max_steps,): loss per L-BFGS iteration (NaN past the end); steps; loss:
+    the predicted total cost of the returned policy; finite: False when L-BFGS ended non-finite (start kept)."""
+
+    policy: Any
+    trace: np.ndarray
+    steps: int
+    loss: float
+    finite: bool
+
+
+def check_task(task: plant.SwingUp, policy) -> None:
+    """Bad input before any compilation: horizon, start state and target dimensions, the policy's input dimension."""
+    if int(task.horizon) < 1:
+        raise OptionError(f"horizon must be >= 1; got {task.horizon}.")
+    D = task.state_dim
+    if np.shape(task.m0) != (D,) or np.shape(task.S0) != (D, D):
+        raise DataError(
+            f"start state: m0 must be ({D},) and S0 ({D}, {D}); got {np.shape(task.m0)}, {np.shape(task.S0)}."
+        )
+    n_z = task.cost.A.shape[0] + task.cost.P.shape[0]
+    if task.cost.target.shape != (n_z,) or task.cost.A.shape[1] != D or task.cost.P.shape[1] != D:
+        raise DataError(
+            f"cost target has shape {task.cost.target.shape}; the cost's augmented state has {n_z} entries "
+            f"from a {D}-dimensional state (A {task.cost.A.shape}, P {task.cost.P.shape})."
+        )
+    d_in = policy.centres.shape[1] if isinstance(policy, policies.RBFPolicy) else policy.W.shape[1]
+    if d_in != D:
+        raise DataError(f"the policy takes {d_in}-dimensional states; the task's state has {D}.")
+
+
+def optimise_policy(
+    dyn: tr.GPDynamics,
+    policy,
+    task: plant.SwingUp,
+    max_steps: int = 100,
+    evaluation: str = "mm",
+    num_particles: int = 1000,
+    seed: int = 0,
+    tol: float = 1e-6,
+) -> PolicyFit:
+    """L-BFGS on the predicted total cost from ``policy`` (sec. 2.14; the lab's ``minimize`` is replaced by optax
+    L-BFGS, docs/sources/mchutchon.md#pilco-optimiser). Particles use frozen normals drawn from ``seed``."""
+    check_task(task, policy)
+    if evaluation not in EVALUATIONS:
+        raise OptionError(f"evaluation {evaluation!r} unknown; choose one of {EVALUATIONS}.")
+    noise = None
+    if evaluation == "particles":
+        noise = tr.particle_noise(jax.random.PRNGKey(seed), num_particles, task.horizon, task.state_dim)
+    out = _optimise(
+        dyn,
+        policy,
+        task.cost,
+        jnp.asarray(task.m0),
+        jnp.asarray(task.S0),
+        noise,
+        evaluation,
+        int(task.horizon),
+        int(max_steps),
+        float(task.u_max),
+        tol,
+    )
+    new, trace, steps, loss, ok = out
+    return PolicyFit(new, np.asarray(trace), int(steps), float(loss), bool(ok))
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Plant roll-outs and the control loop (Fig 4.2)
+# ----------------------------------------------------------------------------------------------------------------
+
+
+@partial(jax.jit, static_argnames=("horizon", "u_max", "random"))
+def _rollout(policy, key, m0, S0, obs_std, horizon, u_max, random):
+    controller = plant.random_controller(u_max) if random else (lambda y, k: policies.action(policy, y, u_max))
+    return plant.rollout(controller, key, m0, S0, obs_std, horizon)
+
+
+def rollout(task: plant.SwingUp, policy, key: Array, trial_index: int = 0, previous: list | None = None) -> plant.Trial:
+    """One trial on the true ODE under ``policy`` (None: random forces). Raises ``PlantError`` naming the trial and
+    the first non-finite step, with the complete trials so far (``previous``) attached."""
+    trial = _rollout(
+        policy,
+        key,
+        jnp.asarray(task.m0),
+        jnp.asarray(task.S0),
+        jnp.asarray(task.obs_std),
+        int(task.horizon),
+        float(task.u_max),
+        policy is None,
+    )
+    bad = ~np.all(np.isfinite(np.asarray(trial.states)), axis=1)
+    if bad.any():
+        step = int(np.argmax(bad))
+        raise PlantError(
+            f"trial {trial_index}: the plant returned a non-finite state at step {step}; "
+            f"{len(previous or [])} earlier trials are kept in .trials.",
+            list(previous or []),
+        )
+    return trial
+
+
+def trial_cost(task: plant.SwingUp, trial: plant.Trial) -> float:
+    """Total loss of a trial on the true states, sum_{t=1}^T L(x_t) (Fig 4.8's y-axis)."""
+    return float(jnp.sum(jax.vmap(costs.cost_at, in_axes=(None, 0))(task.cost, trial.states[1:])))
+
+
+def swung_up(task: plant.SwingUp, trial: plant.Trial, last: int = 10) -> bool:
+    """Success criterion (docs/sources/mchutchon.md#pilco-success): the tip is within the cost width of upright,
+    L(x_t) < 1 - exp(-1/2) (d < a), at each of the last ``last`` steps (the last second)."""
+    loss = jax.vmap(costs.cost_at, in_axes=(None, 0))(task.cost, trial.states[-last:])
+    return bool(jnp.all(loss < 1.0 - np.exp(-0.5)))
+
+
+@dataclass
+class LoopResult:
+    """trials: every roll-out (random ones first); predicted (iterations,): the optimised predicted total cost;
+    trial_costs (iterations,): true total cost of each policy's training roll-out; test_costs (iterations,
+    num_tests): true total cost from other start states; success (iterations,): fraction of test trials swung up;
+    policies: the policy of every iteration; dynamics: the last model."""
+
+    trials: list = field(default_factory=list)
+    predicted: list = field(default_factory=list)
+    trial_costs: list = field(default_factory=list)
+    test_costs: list = field(default_factory=list)
+    success: list = field(default_factory=list)
+    policies: list = field(default_factory=list)
+    dynamics: Any = None
+
+
+def control_loop(
+    task: plant.SwingUp,
+    model: str = "gp-ssm",
+    seed: int = 0,
+    num_random: int = 2,
+    num_iterations: int = 10,
+    num_tests: int = 10,
+    max_steps: int = 100,
+    policy_kind: str = "rbf",
+    num_basis: int = 50,
+    dynamics_options: dict | None = None,
+) -> LoopResult:
+    """PILCO's loop (Fig 4.2): ``num_random`` random roll-outs, then ``num_iterations`` times: learn ``model``,
+    optimise the policy from the previous one, roll it out once on the plant (added to the data) and ``num_tests``
+    times more from other start states (not added). Defaults: 2 random roll-outs (lab code, M15)."""
+    if model not in MODELS:
+        raise OptionError(f"dynamics model {model!r} unknown; choose one of {MODELS}.")
+    key = jax.random.PRNGKey(seed)
+    k_pol, key = jax.random.split(key)
+    m0, S0 = jnp.asarray(task.m0), jnp.asarray(task.S0)
+    if policy_kind == "rbf":
+        policy = policies.init_rbf(k_pol, m0, S0, 1, num_basis)
+    elif policy_kind == "linear":
+        policy = policies.init_linear(k_pol, task.state_dim)
+    else:
+        raise OptionError(f"policy_kind {policy_kind!r} unknown; choose 'rbf' or 'linear'.")
+    check_task(task, policy)
+    options = dict(dynamics_options or {})
+    if model == "ar-gp":
+        options.setdefault("capacity", (num_random + num_iterations) * task.horizon)
+    out = LoopResult()
+    for _ in range(num_random):
+        key, k = jax.random.split(key)
+        out.trials.append(rollout(task, None, k, len(out.trials), out.trials))
+    for _ in range(num_iterations):
+        dyn = learn_dynamics(model, plant.trials_as_data(out.trials), **options)
+        fit = optimise_policy(dyn, policy, task, max_steps=max_steps)
+        policy = fit.policy
+        key, k, k_test = jax.random.split(key, 3)
+        trial = rollout(task, policy, k, len(out.trials), out.trials)
+        out.trials.append(trial)
+        tests = [rollout(task, policy, kt, len(out.trials), out.trials) for kt in jax.random.split(k_test, num_tests)]
+        out.predicted.append(fit.loss)
+        out.trial_costs.append(trial_cost(task, trial))
+        out.test_costs.append([trial_cost(task, t) for t in tests])
+        out.success.append(float(np.mean([swung_up(task, t) for t in tests])))
+        out.policies.append(policy)
+        out.dynamics = dyn
+    return out

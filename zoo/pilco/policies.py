@@ -1,0 +1,131 @@
+"""PILCO policies and their moments at a Gaussian input (McHutchon sec. 4.2-4.4, eq. 4.20;
+docs/sources/mchutchon.md#pilco-policies).
+
+A policy maps the observed state y (D,) to U controls u = u_max * squash(z), z = pi~(y):
+
+* ``RBFPolicy``: z_a(y) = sum_i w_ai exp(-1/2 (y - c_i)^T Lambda_a^{-1} (y - c_i)), M centres c shared by the
+  outputs (Table 4.1: M = 50). PILCO writes the weights as K^{-1} t (pseudo-targets t through a noisy kernel
+  matrix); we optimise w directly: the same function class, and no Cholesky factor in the policy, so no
+  factorisation can fail at initialisation (docs/sources/mchutchon.md#pilco-policies).
+* ``LinearPolicy``: z = W y + b (Table 4.2, "linear with bias term").
+
+squash(z) = (9 sin z + sin 3z) / 8 elementwise (PILCO's ``gSin`` saturation; its range is [-1, 1]).
+
+Moments at y ~ N(m, S): the pre-squash moments are exact (RBF: the GP-mean formulas of ``zoo.moments``; linear:
+trivially); the squash's moments are exact given a Gaussian z (``zoo.pilco.trig``), which is exact for the linear
+policy and PILCO's moment-matching approximation for the RBF network. Cov[y, u] = Cov[y, z] G (Stein gain G).
+"""
+
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from zoo import moments
+from zoo.pilco.trig import sin_moments
+
+Array = Any
+
+SQUASH_FREQUENCIES = jnp.array([1.0, 3.0])
+SQUASH_WEIGHTS = jnp.array([9.0 / 8.0, 1.0 / 8.0])
+
+
+class RBFPolicy(NamedTuple):
+    """centres (M, D), weights (U, M), log_lengthscale (U, D)."""
+
+    centres: Array
+    weights: Array
+    log_lengthscale: Array
+
+
+class LinearPolicy(NamedTuple):
+    """W (U, D), b (U,)."""
+
+    W: Array
+    b: Array
+
+
+class ActionMoments(NamedTuple):
+    """mean (U,) = E[u], cov (U, U) = Cov[u], input_output (D, U) = Cov[y, u]."""
+
+    mean: Array
+    cov: Array
+    input_output: Array
+
+
+def num_controls(policy) -> int:
+    return policy.weights.shape[0] if isinstance(policy, RBFPolicy) else policy.W.shape[0]
+
+
+def squash(z: Array, u_max: float) -> Array:
+    """u_max (9 sin z + sin 3z) / 8, elementwise: (..., U) -> (..., U)."""
+    return u_max * jnp.sum(SQUASH_WEIGHTS * jnp.sin(z[..., None] * SQUASH_FREQUENCIES), -1)
+
+
+def pre_squash(policy, y: Array) -> Array:
+    """z = pi~(y) at a point y (D,) -> (U,)."""
+    if isinstance(policy, LinearPolicy):
+        return policy.W @ y + policy.b
+    ell = jnp.exp(policy.log_lengthscale)  # (U, D)
+    d = (y - policy.centres)[None, :, :] / ell[:, None, :]  # (U, M, D)
+    return jnp.sum(policy.weights * jnp.exp(-0.5 * jnp.sum(d**2, -1)), -1)
+
+
+def action(policy, y: Array, u_max: float) -> Array:
+    """The control u (U,) at an observed state y (D,)."""
+    return squash(pre_squash(policy, y), u_max)
+
+
+def _rbf_moments(policy: RBFPolicy, m: Array, S: Array) -> moments.GaussianInputMoments:
+    """Exact moments of the RBF network at y ~ N(m, S). The network is a GP mean with unit signal variance; with
+    the factor pair chol = post_sqrt = I the predictor's W = K^{-1} - B B^T vanishes, so ``predict_moments`` adds
+    exactly sf2 = 1 as the 'expected variance', which is removed here (the network has no posterior variance)."""
+    U, M = policy.weights.shape
+    eye = jnp.broadcast_to(jnp.eye(M), (U, M, M))
+    predictor = moments.SEPredictor(
+        jnp.broadcast_to(policy.centres, (U, *policy.centres.shape)),
+        policy.weights,
+        eye,
+        eye,
+        jnp.ones(U),
+        jnp.exp(policy.log_lengthscale),
+    )
+    mm = moments.predict_moments(predictor, m, S)
+    return moments.GaussianInputMoments(mm.mean, mm.cov - jnp.eye(U), mm.input_output)
+
+
+def pre_squash_moments(policy, m: Array, S: Array) -> moments.GaussianInputMoments:
+    """Exact mean (U,), covariance (U, U) and Cov[y, z] (D, U) of z = pi~(y), y ~ N(m, S)."""
+    if isinstance(policy, LinearPolicy):
+        return moments.GaussianInputMoments(policy.W @ m + policy.b, policy.W @ S @ policy.W.T, S @ policy.W.T)
+    return _rbf_moments(policy, m, S)
+
+
+def squash_moments(m: Array, S: Array, u_max: float) -> tuple[Array, Array, Array]:
+    """Mean (U,), covariance (U, U) and Stein gain G (U, U) (Cov[z, u] = S G) of u = squash(z), z ~ N(m, S)."""
+    U = m.shape[0]
+    P = jnp.kron(jnp.eye(U), SQUASH_FREQUENCIES[:, None])  # (2U, U): rows z_a, 3 z_a
+    mean, cov, gain = sin_moments(m, S, P, jnp.zeros(2 * U))
+    C = u_max * jnp.kron(jnp.eye(U), SQUASH_WEIGHTS[None, :])  # (U, 2U)
+    return C @ mean, C @ cov @ C.T, gain @ C.T
+
+
+def action_moments(policy, m: Array, S: Array, u_max: float) -> ActionMoments:
+    """Moments of u = action(policy, y, u_max) at y ~ N(m, S) (module docstring for which are exact)."""
+    z = pre_squash_moments(policy, m, S)
+    mean, cov, gain = squash_moments(z.mean, z.cov, u_max)
+    return ActionMoments(mean, cov, z.input_output @ gain)
+
+
+def init_rbf(key, m0: Array, S0: Array, num_controls: int = 1, num_basis: int = 50) -> RBFPolicy:
+    """PILCO's initialisation: centres ~ N(m0, S0), weights ~ N(0, 0.1^2), unit lengthscales."""
+    k_c, k_w = jax.random.split(key)
+    D = m0.shape[0]
+    centres = m0 + jax.random.normal(k_c, (num_basis, D)) @ jnp.linalg.cholesky(S0).T
+    weights = 0.1 * jax.random.normal(k_w, (num_controls, num_basis))
+    return RBFPolicy(centres, weights, jnp.zeros((num_controls, D)))
+
+
+def init_linear(key, state_dim: int, num_controls: int = 1) -> LinearPolicy:
+    """Small random weights N(0, 0.1^2) and zero bias."""
+    return LinearPolicy(0.1 * jax.random.normal(key, (num_controls, state_dim)), jnp.zeros(num_controls))
