@@ -163,8 +163,10 @@ def iwmm_program(Y: Array, *, view: IwmmView) -> None:
     N, D = Y.shape
     Q = view.Q(Y)
     K = view.max_clusters
-    z = numpyro.sample("z", dist.ImproperUniform(constraints.integer_interval(0, K - 1), (), (N,)))
-    numpyro.factor("crp", niw.log_crp(z, view.concentration, K))
+    # z is a site with a sampleable (uniform) base, so NumPyro's HMCGibbs can initialise it; the factor replaces the
+    # uniform's log N log(1/K) by the CRP's log p(Z | eta) (E.7), so the joint is exactly E.8.
+    z = numpyro.sample("z", dist.Categorical(probs=jnp.full(K, 1.0 / K)).expand([N]).to_event(1))
+    numpyro.factor("crp", niw.log_crp(z, view.concentration, K) + N * jnp.log(K))
     if not view.warped:
         numpyro.factor("latent_mixture", niw.log_mixture_marginal(view.prior(Q), Y, z, K))
         return
