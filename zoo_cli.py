@@ -179,6 +179,12 @@ def cmd_report(args) -> int:
     return rebuild_report(args)
 
 
+def cmd_search(args) -> int:
+    from inference.structure_search.cli import run
+
+    return run(args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="zoo", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -289,6 +295,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", help="results folder (default: bench_results/compare-MODEL)")
     p.add_argument("--resume", action="store_true", help="finish an interrupted comparison in --out")
     p.set_defaults(func=cmd_compare)
+
+    p = sub.add_parser("search", help="search kernel structures for a data file (Duvenaud ch. 3), trace as JSON")
+    from inference.structure_search.cli import add_arguments
+
+    add_arguments(p)
+    p.set_defaults(func=cmd_search)
 
     p = sub.add_parser("report", help="rebuild report.md and report.html from a results folder of `zoo bench`")
     p.add_argument("dir", help="results folder (e.g. bench_results/quick)")

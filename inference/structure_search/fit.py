@@ -1,0 +1,71 @@
+"""One candidate of the structure search fitted by ML-II through ``inference.run`` (engine ``ml2``): restarts are
+the chains of one compiled program (docs/sources/duvenaud.md#search-choices).
+
+Chain 0 starts exactly at the candidate's values (inherited from the parent where the operator kept them, drawn on
+the data's scales where it introduced them, ``scales.py``); chains 1.. start ``jitter`` away in the unconstrained
+space (ml2's ``init_radius``: a factor exp(N(0, jitter^2)) on positive values, an N(0, jitter^2) shift of
+locations on the standardised axis).
+"""
+
+import dataclasses
+
+import numpy as np
+
+import inference
+import zoo
+from zoo import regression
+from zoo.errors import ZooError
+from zoo.kernels.base import Kernel
+from zoo.kernels.priors import parametrised_nodes, site_names
+
+
+class FitFailure(ZooError):
+    """Every restart of a candidate ended on a non-finite marginal likelihood."""
+
+
+@dataclasses.dataclass(frozen=True)
+class FitOutcome:
+    kernel: Kernel  # fitted (the best restart)
+    noise: float
+    log_likelihood: float
+    restart_log_likelihoods: list
+    wall_s: float
+
+
+def start_values(kernel: Kernel, noise: float) -> dict[str, np.ndarray]:
+    """Constrained starting values by site name: the kernel's own hyperparameters and the noise variance."""
+    values = [np.asarray(getattr(n, p), float) for n in parametrised_nodes(kernel) for p in n.PARAMS]
+    return {**dict(zip(site_names(kernel), values, strict=True)), "noise": np.asarray(noise, float)}
+
+
+def fit_ml2(
+    kernel: Kernel,
+    X: np.ndarray,
+    y: np.ndarray,
+    noise: float,
+    restarts: int = 3,
+    jitter: float = 1.0,
+    num_steps: int = 300,
+    seed: int = 0,
+) -> FitOutcome:
+    """ML-II of ``gp/regression`` with ``kernel``'s structure on standardised (X (n, D), y (n,)), from ``kernel``'s
+    hyperparameters and ``noise``; the restart with the highest log marginal likelihood is kept."""
+    expression = str(kernel)
+    idata = inference.run(
+        zoo.get("gp/regression", kernel=expression),
+        {"X": X, "y": y},
+        engine="ml2",
+        seed=seed,
+        num_chains=restarts,
+        num_steps=num_steps,
+        init=start_values(kernel, noise),
+        init_radius=jitter,
+    )
+    logliks = np.asarray(idata.point_estimates["log_likelihood"].values, float)
+    if not np.any(np.isfinite(logliks)):
+        raise FitFailure(f"{expression}: every restart ended on a non-finite log marginal likelihood.")
+    chain = int(np.nanargmax(np.where(np.isfinite(logliks), logliks, np.nan)))
+    fitted, fitted_noise = regression.kernel_and_noise(idata.point_estimates.isel(chain=chain), expression)
+    return FitOutcome(
+        fitted, float(fitted_noise), float(logliks[chain]), logliks.tolist(), float(idata.posterior.attrs["wall_s"])
+    )

@@ -1,0 +1,195 @@
+"""The greedy beam search over kernel structures (Duvenaud 2014, sec. 3.3 and App. C;
+docs/sources/duvenaud.md#search and #search-choices).
+
+Depth 1 fits every base kernel (the thesis starts from WN; our model always has its noise variance, so the
+start is "no kernel" and its expansions are the base kernels). At each further depth the ``width`` best kernels
+so far (width 1: the thesis's greedy search) are expanded by every operator of the grammar, each new structure
+(canonical form, ``zoo.structure``) is fitted by ML-II from several restarts (``fit.py``) and scored; structures
+already fitted at an earlier depth are not fitted again. The search stops at ``depth`` or when the best score has
+not improved for ``patience`` depths, and returns the best candidate over all depths with the whole trace.
+Candidates of a depth are independent; on one machine they are fitted in a loop, each one compiled program whose
+restarts are vmapped chains. A candidate that fails (numerical failure, an error of the engine) is recorded with
+its error and score -inf, and the search goes on.
+"""
+
+import math
+import sys
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+from inference.structure_search.fit import fit_ml2, start_values
+from inference.structure_search.result import Fitted, SearchResult, Standardisation
+from inference.structure_search.scales import DataScaledFactory, Scales
+from inference.structure_search.scores import SCORES, bic, laplace_log_evidence, tsmc_log_evidence
+from zoo.errors import DataError, OptionError, ZooError
+from zoo.kernels import NAMES, num_params
+from zoo.structure.grammar import BASIC, OPERATORS, TIME_SERIES_BASE, Grammar, expand
+
+
+class SearchError(ZooError):
+    """A search that cannot run: bad options, or every candidate of the first depth failed."""
+
+
+def _positive_int(name: str, value) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+        raise OptionError(f"{name} must be a positive integer, got {value!r}.")
+    return int(value)
+
+
+def check_data(X, y) -> tuple[np.ndarray, np.ndarray]:
+    """(X (n, D), y (n,)) as float arrays, or a ``DataError``: NaNs or infinities, mismatched lengths, and for a
+    single input column (a time series) inputs that are not strictly increasing."""
+    X, y = np.asarray(X, float), np.asarray(y, float)
+    X = X[:, None] if X.ndim == 1 else X
+    if X.ndim != 2 or y.ndim != 1 or X.shape[0] != y.shape[0]:
+        raise DataError(f"structure search needs X (n, D) and y (n,); got X {X.shape} and y {y.shape}.")
+    for name, a in (("X", X), ("y", y)):
+        bad = ~np.isfinite(a)
+        if bad.any():
+            rows = np.flatnonzero(bad.reshape(a.shape[0], -1).any(1))
+            raise DataError(f"{name} has NaN or infinite values in rows {rows[:10].tolist()} (counted from 0).")
+    if X.shape[1] == 1:
+        steps = np.diff(X[:, 0])
+        if np.any(steps <= 0):
+            i = int(np.flatnonzero(steps <= 0)[0])
+            kind = "duplicate" if steps[i] == 0 else "decreasing"
+            raise DataError(
+                f"the inputs of a series must be strictly increasing; rows {i} and {i + 1} are {kind} "
+                f"({X[i, 0]!r}, {X[i + 1, 0]!r}). Sort the series and merge repeated inputs."
+            )
+    return X, y
+
+
+def _minimum_size(grammar: Grammar) -> int:
+    """Free parameters of the smallest depth-1 model (a base kernel and the noise variance)."""
+    return min(num_params(NAMES[b](), 1) for b in grammar.base) + 1
+
+
+def search(
+    X,
+    y,
+    depth: int = 10,
+    base: tuple[str, ...] = TIME_SERIES_BASE,
+    operators: tuple[str, ...] | None = None,
+    score: str = "bic",
+    width: int = 1,
+    restarts: int = 3,
+    jitter: float = 1.0,
+    num_steps: int = 300,
+    patience: int = 2,
+    seed: int = 0,
+    score_options: dict | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> SearchResult:
+    """Search kernel structures for y (n,) against X (n, D) (module docstring).
+
+    depth: the number of expansion rounds (depth 1: the base kernels alone). base: base-kernel names. operators:
+    grammar operators (default all of C.1-C.11 for one input column, C.1-C.3 for several). score: "bic" (the
+    thesis), "laplace" or "tsmc" (``scores.py``); BIC is recorded for every candidate whatever ranks them.
+    width: the beam. restarts: ML-II restarts per candidate (chains). progress: a line printer (default stderr).
+    """
+    X, y = check_data(X, y)
+    depth, width = _positive_int("depth", depth), _positive_int("width", width)
+    restarts, patience = _positive_int("restarts", restarts), _positive_int("patience", patience)
+    if score not in SCORES:
+        raise OptionError(f"score must be one of {list(SCORES)}, got {score!r}.")
+    D = X.shape[1]
+    grammar = Grammar(tuple(base), D, tuple(operators) if operators else (OPERATORS if D == 1 else BASIC))
+    n_min = _minimum_size(grammar)
+    if X.shape[0] <= n_min:
+        raise DataError(
+            f"{X.shape[0]} observations cannot fit even the smallest model of this grammar ({n_min} parameters)."
+        )
+    say = progress or (lambda line: print(line, file=sys.stderr, flush=True))
+    scale = Standardisation.of(X, y)
+    Xs, ys = scale.inputs(X), scale.targets(y)
+    rng = np.random.default_rng(seed)
+    factory = DataScaledFactory(Scales.of(Xs), rng)
+    options = {
+        "depth": depth,
+        "base": list(grammar.base),
+        "operators": list(grammar.operators),
+        "score": score,
+        "width": width,
+        "restarts": restarts,
+        "jitter": jitter,
+        "num_steps": num_steps,
+        "patience": patience,
+        "seed": seed,
+        "score_options": dict(score_options or {}),
+    }
+
+    start = time.perf_counter()
+    trace: list[Fitted] = []
+    fitted_keys: set[str] = set()
+    beam: list[Fitted | None] = [None]
+    best: Fitted | None = None
+    stale = 0
+    for level in range(1, depth + 1):
+        todo = []
+        for parent in beam:
+            for cand in expand(None if parent is None else parent.kernel, grammar, factory):
+                if cand.key not in fitted_keys:
+                    fitted_keys.add(cand.key)
+                    todo.append((cand, parent))
+        say(f"depth {level}: {len(todo)} candidates")
+        this_level = []
+        for i, (cand, parent) in enumerate(todo):
+            noise = 0.1 if parent is None else parent.noise
+            entry = _evaluate(cand, parent, level, Xs, ys, noise, options, seed=int(rng.integers(2**31)))
+            trace.append(entry)
+            this_level.append(entry)
+            if entry.ok and (best is None or entry.score > best.score):
+                best = entry
+            status = f"{entry.score:.2f}" if entry.ok else f"failed ({entry.error})"
+            leader = f"{best.expression} ({best.score:.2f})" if best else "-"
+            say(
+                f"depth {level} [{i + 1}/{len(todo)}] {entry.expression}: {score} {status}, "
+                f"{entry.wall_s:.1f} s; best {leader}"
+            )
+        ok = sorted((e for e in this_level if e.ok), key=lambda e: e.score, reverse=True)
+        if not ok:
+            if level == 1:
+                raise SearchError("every depth-1 candidate failed: " + "; ".join(e.error for e in this_level))
+            say(f"depth {level}: every candidate failed; stopping")
+            break
+        improved = ok[0] is best and best.depth == level
+        stale = 0 if improved else stale + 1
+        beam = ok[:width]
+        if stale >= patience:
+            say(f"depth {level}: no improvement for {patience} depths; stopping")
+            break
+    return SearchResult(best, trace, X, y, scale, score, options, time.perf_counter() - start)
+
+
+def _evaluate(cand, parent, level: int, Xs, ys, noise: float, options: dict, seed: int) -> Fitted:
+    """Fit one candidate and score it; failures are recorded, not raised."""
+    entry = Fitted(level, cand.key, cand.operator, None if parent is None else parent.expression)
+    t0 = time.perf_counter()
+    try:
+        fit = fit_ml2(cand.kernel, Xs, ys, noise, options["restarts"], options["jitter"], options["num_steps"], seed)
+        entry.kernel, entry.noise, entry.log_likelihood = fit.kernel, fit.noise, fit.log_likelihood
+        entry.restart_log_likelihoods = fit.restart_log_likelihoods
+        entry.num_params = num_params(fit.kernel, Xs.shape[1]) + 1
+        entry.bic = bic(fit.log_likelihood, entry.num_params, Xs.shape[0])
+        entry.scores["bic"] = entry.bic
+        extra = options["score_options"]
+        if options["score"] == "laplace":
+            result = laplace_log_evidence(
+                cand.key, Xs, ys, start_values(fit.kernel, fit.noise), options["num_steps"], seed
+            )
+            entry.scores["laplace"] = result["log_evidence"]
+        elif options["score"] == "tsmc":
+            result = tsmc_log_evidence(cand.key, Xs, ys, seed=seed, **extra)
+            entry.scores["tsmc"] = result["log_evidence"]
+        entry.score = entry.scores[options["score"]]
+        if not math.isfinite(entry.score):
+            entry.error = f"non-finite {options['score']} score"
+            entry.score = -math.inf
+    except (ZooError, FloatingPointError, ValueError, RuntimeError, np.linalg.LinAlgError) as exc:
+        entry.error = f"{type(exc).__name__}: {exc}"
+        entry.score = -math.inf
+    entry.wall_s = time.perf_counter() - t0
+    return entry
