@@ -249,3 +249,8 @@ def test_bad_options_and_data():
         spec.validate(good | {"out": np.array([0.0, 0.5, 0.0, 1.0])})
     with pytest.raises(DataError, match="no data points"):
         spec.validate(good | {"out": np.zeros(4)})
+    # a test set may hold one output only (the wind test sets are turbine 2's), but not unknown ones
+    one_output = {"X": np.zeros((2, 1)), "out": np.ones(2), "y": np.zeros(2)}
+    spec.validate(zoo.Dataset(observed=good, test=one_output))
+    with pytest.raises(DataError, match="output indices"):
+        spec.validate(zoo.Dataset(observed=good, test=one_output | {"out": np.full(2, 3.0)}))

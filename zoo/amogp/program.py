@@ -88,9 +88,10 @@ def _sample_hypers(structure: Structure, K: int) -> dict[str, Array]:
     return values
 
 
-def check_data(X: Array, out: Array, Z: Array, y: Array | None, num_outputs: int) -> None:
-    """DataError for output indices that are not integers 0..D-1, outputs without points, or mismatched sizes
-    (on concrete arrays; ``spec.validate`` runs it before anything is compiled)."""
+def check_data(X: Array, out: Array, Z: Array, y: Array | None, num_outputs: int, every_output: bool = True) -> None:
+    """DataError for output indices that are not integers 0..D-1, outputs without points (``every_output``: the
+    training data; a test set may hold some outputs only), or mismatched sizes (on concrete arrays;
+    ``spec.validate`` runs it before anything is compiled)."""
     X, out, Z = np.asarray(X), np.asarray(out), np.asarray(Z)
     if out.shape != (X.shape[0],):
         raise DataError(f"amogp: out has shape {out.shape}; expected ({X.shape[0]},), one output index per row of X.")
@@ -103,7 +104,7 @@ def check_data(X: Array, out: Array, Z: Array, y: Array | None, num_outputs: int
             f"amogp: out must hold output indices 0..{num_outputs - 1}; got values in [{out.min()}, {out.max()}]."
         )
     missing = sorted(set(range(num_outputs)) - set(np.round(out).astype(int).tolist()))
-    if missing:
+    if missing and every_output:
         raise DataError(f"amogp: outputs {missing} have no data points (num_outputs = {num_outputs}).")
 
 
