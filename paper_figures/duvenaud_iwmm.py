@@ -148,6 +148,8 @@ def rhat_rows(name, keep):
 
 def plot_fig_7_4(out, kept_by_set):
     sets = [s for s, k in kept_by_set.items() if k["iWMM(Q=2)"]["mesh"] is not None]
+    if not sets:
+        return
     fig, axes = plt.subplots(2, len(sets), figsize=(3.2 * len(sets), 6.2), squeeze=False)
     for j, name in enumerate(sets):
         kept = kept_by_set[name]["iWMM(Q=2)"]
@@ -218,11 +220,13 @@ def main(quick: bool, out: Path) -> None:
                     "test_log_lik_published": published.get(("test_log_likelihood", method, name), ""),
                 }
             )
-        write_csv(out / "numbers.csv", rows)  # after every set, so a long run leaves what it finished
+        # after every set, so a long run leaves what it finished
+        write_csv(out / "numbers.csv", rows)
         if rhats:
             write_csv(out / "rhat.csv", rhats)
-    plot_fig_7_4(out, kept_by_set)
-    plot_fig_7_6_7_8(out, kept_by_set.get("2-curve", {}))
+        plot_fig_7_4(out, kept_by_set)
+        if name == "2-curve":
+            plot_fig_7_6_7_8(out, kept)
     preamble = (
         "# Duvenaud 2014 Tables 7.2 (Rand index) and 7.3 (held-out log-likelihood): ours beside the published\n\n"
         f"Settings: {settings}. Folds: the first `folds` of a {NUM_FOLDS}-fold split (the thesis averages all ten). "
