@@ -23,6 +23,7 @@ SCRIPTS: list[str] = [
     "mchutchon_random_estep",
     "mchutchon_pgas_timing",
     "mchutchon_learning",
+    "mchutchon_pilco",
     "franzese_svgp",
     "franzese_active_learning",
     "kaiser_dagp_noise_separation",
