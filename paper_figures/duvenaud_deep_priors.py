@@ -308,6 +308,14 @@ def feature_maps(key, out: Path, quick: bool, rows: list, jitter_rows: list) -> 
     )
     rows.append(
         {
+            "figure": "5.7",
+            "claim": "the overall shape of the map remains after 40 independent warpings",
+            "ours": f"span of f(x) {spans[False, 1]:.3g} at 1 layer, {spans[False, 40]:.3g} at 40 (one draw)",
+            "verdict": "AGREE" if spans[False, 40] > 0.01 * spans[False, 1] else "DISAGREE",
+        }
+    )
+    rows.append(
+        {
             "figure": "5.12",
             "claim": "input-connected: sometimes two directions change f(x) locally",
             "ours": f"median s2/s1 at 10 layers {con10:.3g} (standard {std10:.3g})",
