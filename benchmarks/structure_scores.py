@@ -1,0 +1,64 @@
+"""Re-score the best candidates of a structure search by the three scores (docs/sources/duvenaud.md#scores).
+
+    python -m benchmarks.structure_scores TRACE.json SERIES [--top 4] [--particles 256]
+
+Reads a search trace (``SearchResult.write_json``) of a TSDL series (as
+``paper_figures/duvenaud_abcd_extrapolation.py`` writes them), takes the ``top`` candidates by BIC, and for each
+computes Laplace's log evidence (from its ML-II hyperparameters) and the tempered-SMC log evidence, with their wall
+times and the posterior over these structures under each score.
+"""
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+
+from inference.structure_search import Standardisation, structure_posterior
+from inference.structure_search.scores import laplace_log_evidence, tsmc_log_evidence
+from zoo.data import tsdl
+
+SHARED = Path("/work/shared/data/tsdl_9010")
+
+
+def load(name: str):
+    """(x_train, y_train, x_test, y_test) of a shipped series, else of one in SHARED."""
+    if name in tsdl.names():
+        return tuple(tsdl.load(name))
+    train, test = (np.loadtxt(SHARED / f"{name}-{part}.csv", delimiter=",", ndmin=2) for part in ("train", "test"))
+    return train[:, 0], train[:, 1], test[:, 0], test[:, 1]
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("trace")
+    p.add_argument("series")
+    p.add_argument("--top", type=int, default=4)
+    p.add_argument("--particles", type=int, default=256)
+    args = p.parse_args(argv)
+    saved = json.loads(Path(args.trace).read_text())
+    x, y, _, _ = load(args.series)
+    scale = Standardisation.of(x[:, None], y)
+    Xs, ys = scale.inputs(x[:, None]), scale.targets(y)
+    entries = sorted((e for e in saved["trace"] if e["error"] is None), key=lambda e: -e["bic"])[: args.top]
+    rows = []
+    for e in entries:
+        init = {k: np.asarray(v) for k, v in e["hyperparameters"].items()} | {"noise": e["noise"]}
+        t0 = time.perf_counter()
+        lap = laplace_log_evidence(e["expression"], Xs, ys, init)
+        t1 = time.perf_counter()
+        smc = tsmc_log_evidence(e["expression"], Xs, ys, num_particles=args.particles)
+        t2 = time.perf_counter()
+        rows.append((e["expression"], e["bic"], lap["log_evidence"], t1 - t0, smc["log_evidence"], t2 - t1))
+        print(rows[-1], flush=True)
+    posts = [structure_posterior({r[0]: r[i] for r in rows}) for i in (1, 2, 4)]
+    print("| kernel | BIC | Laplace log Z | Laplace s | tSMC log Z | tSMC s | p(M) BIC / Laplace / tSMC |")
+    print("|---|---|---|---|---|---|---|")
+    for r in rows:
+        p_ = " / ".join(f"{post[r[0]]:.2f}" for post in posts)
+        print(f"| {r[0]} | {r[1]:.2f} | {r[2]:.2f} | {r[3]:.0f} | {r[4]:.2f} | {r[5]:.0f} | {p_} |")
+
+
+if __name__ == "__main__":
+    main()
