@@ -198,12 +198,12 @@ def flops_per_gradient(n: int, d: int = 1) -> dict[str, float]:
     """Flops executed by one gradient of gp/regression's potential (SE-ARD, D inputs), LAPACK counting.
 
     Forward: kernel build (differences, scaling, squares, sum: 3 D N^2; exp and variance: 2 N^2), Cholesky N^3 / 3,
-    one triangular solve with the data N^2. Reverse: zoo.gp.cholesky_with_jitter's derivative forms
-    L^-1 dA L^-T with two triangular solves of N right-hand sides (N^3 each) and L Phi (a dense product, 2 N^3),
-    and their transposes cost the same; kernel-build gradient ~2x its forward."""
+    one triangular solve with the data N^2. Reverse: zoo.gp.gaussian_log_evidence's hand-written derivative
+    1/2 (a a^T - K^-1) forms K^-1 by two triangular solves against the identity (N^3 each) and a = K^-1 y (2 N^2);
+    kernel-build gradient ~2x its forward."""
     kernel = (3 * d + 2) * n**2
     forward = kernel + n**3 / 3 + n**2
-    reverse = 2 * n**3 + 2 * n**3 + 2 * kernel + 2 * n**2
+    reverse = 2 * n**3 + 2 * kernel + 4 * n**2
     return {"cholesky": n**3 / 3, "forward": forward, "total": forward + reverse}
 
 

@@ -79,8 +79,7 @@ def gp_regression(X, y=None, priors=None, kernel: Kernel | None = None):
     if kernel is not None:
         kernels.validate_inputs(kernel, X.shape[1])
     kern, noise = _hyperparameters(X.shape[1], priors or default_priors(), kernel)
-    L, _ = gp.cholesky_with_jitter(kern(X) + noise * jnp.eye(X.shape[0]))
-    numpyro.sample("y", dist.MultivariateNormal(jnp.zeros(X.shape[0]), scale_tril=L), obs=y)
+    numpyro.sample("y", gp.ZeroMeanGaussian(kern(X) + noise * jnp.eye(X.shape[0])), obs=y)
 
 
 def kernel_and_noise(estimates, kernel: "Kernel | str" = "SE") -> tuple[Kernel, jax.Array]:
