@@ -48,7 +48,7 @@ given f and alpha the points are independent, so the K^N assignment sum factoris
 from functools import partial
 
 from zoo.dagp.config import NOISE_SEPARATION, OPTIONS, DagpConfig, config_from_options, dagp_config, options_of
-from zoo.dagp.data import simulate_noise_separation, simulate_small
+from zoo.dagp.data import simulate_noise_separation, simulate_small, simulate_wet_chicken
 from zoo.dagp.exact import dagp_exact, exact_predict, posterior_mixture_log_density
 from zoo.dagp.objective import concrete_sample, expected_log_lik, relaxed_objective, sampled_logits
 from zoo.dagp.predict import (
@@ -92,8 +92,8 @@ def _dagp(**options) -> ModelSpec:
         summary=f"DAGP with {config.num_modes} modes ({', '.join(config.kernels)}), depths {config.depths}",
         source=SOURCE,
         program=partial(dagp_program, config=config, batch_size=batch_size),
-        simulate=simulate_noise_separation,
-        data_shapes=frozen({"X": ("N", "D"), "Z": ("M", "D"), "y": ("N",)}),
+        simulate=simulate_noise_separation if config.outputs == 1 else simulate_wet_chicken,
+        data_shapes=frozen({"X": ("N", "D"), "Z": ("M", "D"), "y": ("N",) if config.outputs == 1 else ("N", "P")}),
         views=frozen({"guide": partial(dagp_guide, config=config, batch_size=batch_size)}),
     )
 
@@ -142,5 +142,6 @@ __all__ = [
     "sampled_logits",
     "simulate_noise_separation",
     "simulate_small",
+    "simulate_wet_chicken",
     "training_assignments",
 ]

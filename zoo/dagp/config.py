@@ -23,7 +23,12 @@ class DagpConfig(NamedTuple):
     y, plus that random spread; see ``initial_q_means``; assignments started from trimmed GP fits are an ``init_params``
     of the ``svi`` engine, ``zoo.dagp.assignment_logits_from_labels``); depths: layers per
     mode (1 = a shallow SVGP mode; L > 1 = a DSVI deep GP of L SE layers whose inner layers have the identity mean
-    and width D, eqs. 3.9-3.12; white modes have depth 1).
+    and width D, eqs. 3.9-3.12; white modes have depth 1); outputs: P independent output dimensions sharing each
+    point's assignment (y (N, P) when P > 1; every mode has one GP and one noise level per output, the Wet-Chicken
+    transition model of ch. 5.2, docs/sources/kaiser.md#wet-chicken-model); heteroscedastic: each mode's noise
+    variance per output is s_kp^2 exp(g_kp(x)) with a zero-mean SE GP g_kp (eq. 5.5's noise process sigma_t; the exp
+    link around the level s_kp^2 is our choice); noise_floor: a variance added to every mode's noise (keeps a mode
+    whose targets are exactly constant, the Wet-Chicken drop mode, from driving its noise to zero).
     """
 
     kernels: tuple[str, ...] = ("se", "se")
@@ -34,6 +39,9 @@ class DagpConfig(NamedTuple):
     init_spread: float = 1.0
     mode_init: str = "random"
     depths: tuple[int, ...] = (1, 1)
+    outputs: int = 1
+    heteroscedastic: bool = False
+    noise_floor: float = 0.0
 
     @property
     def num_modes(self) -> int:
@@ -54,6 +62,9 @@ def dagp_config(
     init_spread: float = 1.0,
     mode_init: str = "random",
     depths=None,
+    outputs: int = 1,
+    heteroscedastic: bool = False,
+    noise_floor: float = 0.0,
 ) -> DagpConfig:
     """A validated DagpConfig; OptionError for K < 1, temperature <= 0, unknown kernels or mismatched lengths."""
     if isinstance(num_modes, bool) or not isinstance(num_modes, int | np.integer) or num_modes < 1:
@@ -87,9 +98,27 @@ def dagp_config(
         raise OptionError(f"dagp: a white mode has no GP layers, so its depth must be 1 (depths {depths}).")
     if mode_init not in MODE_INITS:
         raise OptionError(f"dagp: mode_init must be one of {MODE_INITS}, got {mode_init!r}.")
+    if isinstance(outputs, bool) or not isinstance(outputs, int | np.integer) or outputs < 1:
+        raise OptionError(f"dagp: outputs must be an integer >= 1, got {outputs!r}.")
+    if outputs > 1 and any(d != 1 for d in depths):
+        raise OptionError(f"dagp: deep modes (depths {depths}) are single-output; use outputs = 1 with them.")
+    if heteroscedastic and any(d != 1 for d in depths):
+        raise OptionError(f"dagp: heteroscedastic noise is for shallow modes only (depths {depths}).")
+    if not isinstance(noise_floor, int | float | np.floating) or not math.isfinite(noise_floor) or noise_floor < 0:
+        raise OptionError(f"dagp: noise_floor must be a finite variance >= 0, got {noise_floor!r}.")
     depths = tuple(int(d) for d in depths)
     return DagpConfig(
-        kernels, float(temperature), bool(assignment_entropy), noise_prior, noise_init, init_spread, mode_init, depths
+        kernels,
+        float(temperature),
+        bool(assignment_entropy),
+        noise_prior,
+        noise_init,
+        init_spread,
+        mode_init,
+        depths,
+        int(outputs),
+        bool(heteroscedastic),
+        float(noise_floor),
     )
 
 
@@ -135,6 +164,9 @@ OPTIONS = {
     "init_spread": Option("float", 1.0, "sd of the random initial q(v) means", minimum=0.0),
     "mode_init": Option("str", "random", "random | levels (see initial_q_means)", choices=MODE_INITS),
     "depths": Option("int", None, "per mode: GP layers (default 1)", minimum=1, sequence=True, optional=True),
+    "outputs": Option("int", 1, "P output dimensions sharing each point's assignment (y (N, P) if P > 1)", minimum=1),
+    "heteroscedastic": Option("bool", False, "input-dependent noise: s_kp^2 exp(g_kp(x)), g_kp a GP per mode/output"),
+    "noise_floor": Option("float", 0.0, "variance added to every mode's noise", minimum=0.0),
     "batch_size": Option(
         "int", None, "minibatch size of the data plate (default: all points)", minimum=1, optional=True
     ),
@@ -156,6 +188,9 @@ def config_from_options(options) -> DagpConfig:
         options["init_spread"],
         options["mode_init"],
         options["depths"],
+        options["outputs"],
+        options["heteroscedastic"],
+        options["noise_floor"],
     )
 
 
@@ -173,5 +208,8 @@ def options_of(config: DagpConfig, batch_size=None) -> dict:
         "init_spread": config.init_spread,
         "mode_init": config.mode_init,
         "depths": config.depths,
+        "outputs": config.outputs,
+        "heteroscedastic": config.heteroscedastic,
+        "noise_floor": config.noise_floor,
         "batch_size": batch_size,
     }
