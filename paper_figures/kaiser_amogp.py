@@ -1,0 +1,308 @@
+"""Kaiser 2021 Table 4.1 and Figs 4.2-4.3: AMO-GP against GP, MO-GP and a 3-layer deep GP on the artificial pair,
+and the same models on a synthetic stand-in for the (proprietary) wind-turbine pair.
+
+Data (docs/sources/kaiser.md#amogp-data): the artificial pair (eq. 4.10; T_1 warped by tanh(2 f), T_2 aligned by
+x^2, noise sd 0.05; ours where the text is silent), 500 points per series with [0.7, 0.8] of T_1 and [0.35, 0.65] of
+T_2 held out; the wind stand-in (two lagged power curves whose lag drifts from -4 to +4 minutes; the thesis' wind
+rows are not reproducible, its data are proprietary). Models, every one fitted through ``inference.run``:
+
+- GP: one exact SE GP per output (``gp/regression``, ``ml2``);
+- MO-GP: the convolution-process GP, sparse (``amogp`` with every alignment and warping the identity, ``nvc``;
+  the thesis' MO-GP is an SVGP too, "almost exact");
+- DGP: one 3-layer deep GP per output (``deep_gp/nvc`` with ``num_layers=3``, ``nvc``; SE layers, zero mean,
+  inner layers started at the identity);
+- AMO-GP: ``amogp`` (a_0 = id, g_1 = id on the artificial pair; a_0 = id and both warpings the identity on the wind
+  stand-in, where the thesis uses linear warpings) under ``nvc``, and ``amogp/dsvi`` under ``svi`` (guide="model").
+
+Test log-likelihood: the mean over the test points of log N(y | predictive mean, predictive variance + the output's
+learnt noise variance); for NVC fits the analytic predictive (eq. 2.85), for DSVI the sampled mixture (eq. 2.90).
+NVC vs DSVI: the latent predictive sd of each output on a grid, NVC's analytic band against DSVI's sampled one
+and against ancestral samples through the same NVC fit.
+"""
+
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.scipy.special import logsumexp
+
+import inference
+import zoo
+from inference.files.tables import markdown_table, read_published, write_comparison, write_csv
+from paper_figures._duvenaud import fit_ml2
+from zoo import gp
+from zoo.amogp import data, predict, structure_from
+
+DESCRIPTION = "Kaiser 2021 Table 4.1, Figs 4.2-4.3: AMO-GP (NVC, DSVI) vs GP, MO-GP, 3-layer DGP; wind stand-in"
+NUM_PRED_SAMPLES = 300
+QUICK = {"n": 80, "m": 8, "wind_n": 80, "wind_m": 8, "steps": 200, "dsvi_steps": 200, "wind_all": False}
+FULL = {"n": 500, "m": 15, "wind_n": 400, "wind_m": 20, "steps": 1500, "dsvi_steps": 1500, "wind_all": True}
+LR = 0.02
+DSVI_PARTICLES = 2
+ARTIFICIAL = {"fixed_alignments": (0,), "fixed_warpings": (1,)}
+WIND = {"fixed_alignments": (0,), "fixed_warpings": (0, 1)}
+MOGP = {"fixed_alignments": (0, 1), "fixed_warpings": (0, 1)}
+
+
+def gaussian_ll(mean, var, y):
+    return -0.5 * (jnp.log(2 * jnp.pi * var) + (y - mean) ** 2 / var)
+
+
+def mixture_ll(means, variances, y):
+    return logsumexp(gaussian_ll(means, variances, y), axis=0) - jnp.log(means.shape[0])
+
+
+def split(dataset, d):
+    """Output d's training and test arrays: (X, y, X_test, y_test)."""
+    obs, test = dataset.observed, dataset.test
+    mo, mt = obs["out"] == d, test["out"] == d
+    return obs["X"][mo], obs["y"][mo], test["X"][mt], test["y"][mt]
+
+
+def fit_gp(dataset, d):
+    """Per-point test log-lik of an exact SE GP on output d (empty when d has no test points)."""
+    X, y, Xt, yt = split(dataset, d)
+    if not len(yt):
+        return np.zeros(0)
+    fit = fit_ml2("SE", X, y)
+    post = gp.predict(fit.kernel, jnp.asarray(X), jnp.asarray(y), fit.noise, jnp.asarray(Xt), full_cov=False)
+    return np.asarray(gaussian_ll(post.mean, post.cov + fit.noise, yt))
+
+
+def fit_dgp(dataset, d, steps):
+    """Per-point test log-lik of a 3-layer NVC deep GP on output d."""
+    X, y, Xt, yt = split(dataset, d)
+    if not len(yt):
+        return np.zeros(0)
+    ds = zoo.Dataset(observed={"X": X, "Z": dataset.observed["Z"], "y": y}, test={"X": Xt, "y": yt})
+    idata = inference.run("deep_gp/nvc", ds, engine="nvc", num_layers=3, num_steps=steps, learning_rate=LR)
+    pe = idata.point_estimates
+    mean, var, noise = (np.asarray(pe[k].values[0]) for k in ("f_mean", "f_var", "noise"))
+    return np.asarray(gaussian_ll(mean, var + noise, yt))
+
+
+def fit_amogp(dataset, options, steps):
+    """(model, wall s) of AMO-GP under NVC."""
+    idata = inference.run(zoo.get("amogp", **options), dataset, engine="nvc", num_steps=steps, learning_rate=LR)
+    structure = structure_from(2, options["fixed_alignments"], options["fixed_warpings"])
+    return predict.model_from(idata.point_estimates, structure), idata.posterior.attrs["wall_s"]
+
+
+def fit_dsvi(dataset, options, steps):
+    idata = inference.run(
+        zoo.get("amogp/dsvi", **options),
+        dataset,
+        engine="svi",
+        guide="model",
+        num_steps=steps,
+        num_particles=DSVI_PARTICLES,
+        learning_rate=LR,
+        num_samples=2,
+    )
+    structure = structure_from(2, options["fixed_alignments"], options["fixed_warpings"])
+    return predict.model_from(idata.point_estimates, structure, dsvi=True), idata.posterior.attrs["wall_s"]
+
+
+def test_lls(model, dataset, sampled: bool):
+    """Per-point test log-lik (n_test,) under the analytic (NVC) or sampled (DSVI) predictive."""
+    t = dataset.test
+    if sampled:
+        means, variances = predict.sampled_predictive(model, t["X"], t["out"], jax.random.PRNGKey(2), NUM_PRED_SAMPLES)
+        return np.asarray(mixture_ll(means, variances, t["y"]))
+    mean, var = predict.predictive(model, t["X"], t["out"])
+    return np.asarray(gaussian_ll(mean, var, t["y"]))
+
+
+def artificial_rows(ds, settings, results):
+    """Table 4.1 rows 1-2: per model the mean test log-lik on T_1's and T_2's test sets."""
+    out = ds.test["out"]
+    per_model = {
+        "GP": [fit_gp(ds, d).mean() for d in range(2)],
+        "DGP": [fit_dgp(ds, d, settings["steps"]).mean() for d in range(2)],
+    }
+    mogp, _ = fit_amogp(ds, MOGP, settings["steps"])
+    lls = test_lls(mogp, ds, False)
+    per_model["MOGP"] = [lls[out == d].mean() for d in range(2)]
+    for name, model in (("AMOGP", results["nvc"]), ("AMOGP_DSVI", results["dsvi"])):
+        lls = test_lls(model, ds, name.endswith("DSVI"))
+        per_model[name] = [lls[out == d].mean() for d in range(2)]
+    return {f"artificial_T{d + 1}_{name}": float(v[d]) for name, v in per_model.items() for d in range(2)}
+
+
+def wind_rows(ds, settings):
+    """Table 4.1 rows 3-4 on the stand-in: mean test log-lik of turbine 2 in minutes [40, 45] and [65, 75]."""
+    minutes = ds.test["X"][:, 0] * data.WIND_MINUTES
+    masks = {f"{int(a)}_{int(b)}": (minutes >= a) & (minutes <= b) for a, b in data.WIND_GAPS}
+    per_model = {"GP": fit_gp(ds, 1)}
+    amogp, _ = fit_amogp(ds, WIND, settings["steps"])
+    per_model["AMOGP"] = test_lls(amogp, ds, False)
+    if settings["wind_all"]:
+        per_model["DGP"] = fit_dgp(ds, 1, settings["steps"])
+        mogp, _ = fit_amogp(ds, MOGP, settings["steps"])
+        per_model["MOGP"] = test_lls(mogp, ds, False)
+        dsvi, _ = fit_dsvi(ds, WIND, settings["dsvi_steps"])
+        per_model["AMOGP_DSVI"] = test_lls(dsvi, ds, True)
+    rows = {f"wind_{k}_{name}": float(lls[m].mean()) for name, lls in per_model.items() for k, m in masks.items()}
+    return rows, amogp
+
+
+def band_comparison(nvc_model, dsvi_model, ds, grid):
+    """Mean latent predictive sd per output and region: NVC analytic, NVC ancestral, DSVI sampled."""
+    rows = []
+    gaps = (data.T1_GAP, data.T2_GAP)
+    for d in range(2):
+        out = jnp.full(grid.shape[0], d)
+        X = grid[:, None]
+        nvc_mean, nvc_var = predict.bound.predict(nvc_model, X, out, "nvc")
+        _, moment_var = predict.bound.predict(nvc_model, X, out, "moment")
+        sds = {"NVC analytic (eq. 2.85)": jnp.sqrt(nvc_var), "NVC full moment match": jnp.sqrt(moment_var)}
+        for name, model, key in (("NVC ancestral samples", nvc_model, 3), ("DSVI samples", dsvi_model, 4)):
+            means, variances = predict.sampling.sample_predict(model, X, out, jax.random.PRNGKey(key), NUM_PRED_SAMPLES)
+            sds[name] = jnp.sqrt(variances.mean(0) + means.var(0))
+        in_gap = (grid >= gaps[d][0]) & (grid <= gaps[d][1])
+        for name, sd in sds.items():
+            rows.append(
+                {
+                    "output": d,
+                    "method": name,
+                    "mean_sd_grid": float(sd.mean()),
+                    "mean_sd_data_region": float(sd[~in_gap].mean()),
+                    "mean_sd_test_gap": float(sd[in_gap].mean()),
+                }
+            )
+    return rows
+
+
+def main(quick: bool, out: Path) -> None:
+    out = Path(out)
+    settings = QUICK if quick else FULL
+    ds = data.simulate_artificial(jax.random.PRNGKey(0), n=settings["n"], m=settings["m"])
+    nvc_model, nvc_wall = fit_amogp(ds, ARTIFICIAL, settings["steps"])
+    dsvi_model, dsvi_wall = fit_dsvi(ds, ARTIFICIAL, settings["dsvi_steps"])
+    ours = artificial_rows(ds, settings, {"nvc": nvc_model, "dsvi": dsvi_model})
+    wind = data.simulate_wind(0, n=settings["wind_n"], m=settings["wind_m"])
+    wind_ours, wind_model = wind_rows(wind, settings)
+    ours |= wind_ours
+    grid = jnp.linspace(0.0, 1.0, 200)
+    bands = band_comparison(nvc_model, dsvi_model, ds, grid)
+    write_csv(out / "bands.csv", bands)
+    write_csv(out / "numbers.csv", [{"quantity": k, "ours": v} for k, v in ours.items()])
+    by = {(r["output"], r["method"]): r for r in bands}
+
+    def ratio(d, ref, region):
+        return by[(d, "NVC analytic (eq. 2.85)")][region] / by[(d, ref)][region]
+
+    regions = ("mean_sd_data_region", "mean_sd_test_gap")
+    vs_dsvi = "; ".join(
+        f"T_{d + 1} " + ", ".join(f"{ratio(d, 'DSVI samples', r):.2f}" for r in regions) for d in (0, 1)
+    )
+    vs_anc = [ratio(d, "NVC ancestral samples", r) for d in (0, 1) for r in regions]
+    ours["nvc_narrower_than_sampling"] = (
+        f"NVC analytic sd / DSVI sampled sd (data region, test gap): {vs_dsvi}; against ancestral samples of the same "
+        f"NVC fit {min(vs_anc):.2f}-{max(vs_anc):.2f} (bands.csv)"
+    )
+    table = []
+    published = {p["quantity"]: p for p in read_published(__file__)}
+    for name in [*published, *(k for k in ours if k not in published)]:
+        p = published.get(name, {"published": "(not in the thesis)", "source": "ours: AMO-GP under DSVI"})
+        value = ours.get(name, "not run (quick)")
+        table.append({"quantity": name, "published": p["published"], "ours": value, "source": p["source"]})
+    plot_artificial(out, ds, nvc_model, dsvi_model, grid)
+    plot_wind(out, wind, wind_model)
+    extra = {"nvc_fit_wall_s": nvc_wall, "dsvi_fit_wall_s": dsvi_wall, **settings}
+    preamble = __doc__ + "\n\nLatent predictive sd (bands.csv):\n\n" + markdown_table(bands)
+    preamble += "\n\n" + markdown_table([extra]) + "\n\nComparison with Table 4.1 (mean test log-likelihood):"
+    print(write_comparison(out, table, preamble))
+
+
+def plot_artificial(out, ds, nvc_model, dsvi_model, grid):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(2, 3, figsize=(15, 7))
+    obs, test = ds.observed, ds.test
+    x = np.asarray(grid)
+    for d in range(2):
+        ax = axes[d, 0]
+        outs = jnp.full(grid.shape[0], d)
+        mean, var = predict.predictive(nvc_model, grid[:, None], outs)
+        means, variances = predict.sampled_predictive(dsvi_model, grid[:, None], outs, jax.random.PRNGKey(5), 200)
+        dmean, dvar = means.mean(0), variances.mean(0) + means.var(0)
+        for m, v, c, label in ((mean, var, "darkviolet", "AMO-GP NVC"), (dmean, dvar, "tab:blue", "AMO-GP DSVI")):
+            sd = np.sqrt(np.asarray(v))
+            ax.plot(x, m, color=c, lw=1, label=f"{label} mean")
+            ax.fill_between(x, m - 2 * sd, m + 2 * sd, color=c, alpha=0.2, label=f"{label} ±2 sd")
+        mo, mt = obs["out"] == d, test["out"] == d
+        ax.plot(obs["X"][mo, 0], obs["y"][mo], ".", color="0.4", ms=2, label="training")
+        ax.plot(test["X"][mt, 0], test["y"][mt], "x", color="tab:red", ms=3, label="test")
+        ax.set_title(f"T_{d + 1}: predictive (Fig. 4.2)")
+        ax.legend(fontsize=6)
+    # Fig. 4.3: the alignment of T_2, the latent f of each output, the warping of T_1 (up to the model's symmetries)
+    a_mean, a_var = predict.alignment(nvc_model, 1, grid)
+    ax = axes[0, 1]
+    ax.plot(x, a_mean, color="darkviolet", label="a_2 (NVC)")
+    ax.fill_between(x, a_mean - 2 * np.sqrt(a_var), a_mean + 2 * np.sqrt(a_var), color="darkviolet", alpha=0.2)
+    ax.plot(x, data.quadratic_alignment(x), "k:", label="true x^2")
+    ax.set_title("alignment of T_2")
+    ax.legend(fontsize=6)
+    ax = axes[1, 1]
+    for d, c in ((0, "tab:green"), (1, "tab:orange")):
+        f_mean, f_var = predict.latent(nvc_model, d, grid)
+        ax.plot(x, f_mean, color=c, label=f"f_{d + 1} (shared CP layer)")
+        ax.fill_between(x, f_mean - 2 * np.sqrt(f_var), f_mean + 2 * np.sqrt(f_var), color=c, alpha=0.2)
+    ax.plot(x, data.dampened_sine(x), "k:", label="true f (eq. 4.10)")
+    ax.set_title("latent function on the aligned input")
+    ax.legend(fontsize=6)
+    ax = axes[0, 2]
+    f = jnp.linspace(-1.2, 1.2, 200)
+    g_mean, g_var = predict.warping(nvc_model, 0, f)
+    ax.plot(f, g_mean, color="darkviolet", label="g_1 (NVC)")
+    ax.fill_between(f, g_mean - 2 * np.sqrt(g_var), g_mean + 2 * np.sqrt(g_var), color="darkviolet", alpha=0.2)
+    ax.plot(f, data.sigmoid_warp(f), "k:", label="true tanh(2 f)")
+    ax.set_title("warping of T_1")
+    ax.legend(fontsize=6)
+    axes[1, 2].axis("off")
+    fig.tight_layout()
+    fig.savefig(out / "kaiser_amogp_artificial.png", dpi=110)
+    plt.close(fig)
+
+
+def plot_wind(out, ds, model):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(13, 4))
+    grid = jnp.linspace(0.0, 1.0, 300)
+    minutes = np.asarray(grid) * data.WIND_MINUTES
+    mean, var = predict.predictive(model, grid[:, None], jnp.ones(300))
+    sd = np.sqrt(np.asarray(var))
+    obs, test = ds.observed, ds.test
+    ax = axes[0]
+    for d, c in ((0, "0.6"), (1, "tab:blue")):
+        m = obs["out"] == d
+        ax.plot(obs["X"][m, 0] * data.WIND_MINUTES, obs["y"][m], ".", color=c, ms=2, label=f"turbine {d + 1}")
+    ax.plot(test["X"][:, 0] * data.WIND_MINUTES, test["y"], "x", color="tab:red", ms=3, label="test (turbine 2)")
+    ax.plot(minutes, mean, color="darkviolet", label="AMO-GP NVC, turbine 2")
+    ax.fill_between(minutes, mean - 2 * sd, mean + 2 * sd, color="darkviolet", alpha=0.2)
+    ax.set_xlabel("minute")
+    ax.set_title("wind stand-in: power (standardised)")
+    ax.legend(fontsize=6)
+    a_mean, a_var = predict.alignment(model, 1, grid)
+    shift = (np.asarray(a_mean) - np.asarray(grid)) * data.WIND_MINUTES
+    a_sd = np.sqrt(np.asarray(a_var)) * data.WIND_MINUTES
+    ax = axes[1]
+    ax.plot(minutes, shift, color="darkviolet", label="a_2(t) - t (NVC)")
+    ax.fill_between(minutes, shift - 2 * a_sd, shift + 2 * a_sd, color="darkviolet", alpha=0.2)
+    ax.plot(minutes, -data.wind_lag(minutes), "k:", label="true: -lag(t)")
+    ax.set_xlabel("minute")
+    ax.set_ylabel("minutes")
+    ax.set_title("learnt alignment of turbine 2 (Fig. 4.5 analogue)")
+    ax.legend(fontsize=6)
+    fig.tight_layout()
+    fig.savefig(out / "kaiser_amogp_wind.png", dpi=110)
+    plt.close(fig)
