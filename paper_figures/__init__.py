@@ -30,6 +30,7 @@ SCRIPTS: list[str] = [
     "kaiser_dagp_multimodal",
     "kaiser_dagp_cartpole",
     "kaiser_nvc_vs_dsvi",
+    "kaiser_wetchicken",
     "duvenaud_kernels",
     "duvenaud_additive_extrapolation",
     "duvenaud_concrete_additive",
