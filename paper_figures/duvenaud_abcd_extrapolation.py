@@ -2,8 +2,8 @@
 published method, RMSE standardised per series by the best method on it.
 
 Data: gpss-research's ``tsdlr_9010`` (MIT licence): each series' first 90 % in time is the training split, the last
-10 % the test split; the series the package ships are read through ``zoo.data.tsdl``, the others from
-``/work/shared/data/tsdl_9010/`` (``SHARED``). ``duvenaud_abcd_extrapolation_published.csv`` (a copy of that folder's
+10 % the test split, shipped with the package and read through ``zoo.data.tsdl``.
+``duvenaud_abcd_extrapolation_published.csv`` (a copy of the shared data folder's
 ``abcd_extrapolation_standardised_rmse.csv``) holds the published standardised RMSEs (rows: the series in sorted
 file-name order, the order gpss-research lists them; columns ABCD accuracy, GPSS, ABCD interpretability, SP, TCI,
 MKL, EL, CP, SE, LN); it keeps only standardised values, so our raw RMSEs cannot be placed beside theirs. What is
@@ -34,7 +34,6 @@ from zoo import gp  # noqa: E402
 from zoo.data import tsdl  # noqa: E402
 
 DESCRIPTION = "Duvenaud 2014 Fig 3.6: ABCD extrapolation on 13 TSDL series, standardised RMSE next to published methods"
-SHARED = Path("/work/shared/data/tsdl_9010")
 HERE = Path(__file__).resolve().parent
 PUBLISHED = HERE / "duvenaud_abcd_extrapolation_published.csv"
 FULL = {"depth": 2, "base": ("SE", "RQ", "Lin", "Per"), "operators": ("C.1", "C.2", "C.3"), "restarts": 2}
@@ -60,17 +59,13 @@ QUICK_SERIES = ("01-airline", "03-mauna2003")
 
 
 def series_names() -> list[str]:
-    """The 13 series, sorted by file name (the published table's row order); the shipped ones without SHARED."""
-    shared = {p.name[: -len("-train.csv")] for p in SHARED.glob("*-train.csv")}
-    return sorted(shared | set(tsdl.names()))
+    """The 13 series, sorted by file name (the published table's row order)."""
+    return tsdl.names()
 
 
 def load(name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(x_train, y_train, x_test, y_test), each (n,)."""
-    if name in tsdl.names():
-        return tuple(tsdl.load(name))
-    train, test = (np.loadtxt(SHARED / f"{name}-{part}.csv", delimiter=",", ndmin=2) for part in ("train", "test"))
-    return train[:, 0], train[:, 1], test[:, 0], test[:, 1]
+    return tuple(tsdl.load(name))
 
 
 def published() -> tuple[list[str], np.ndarray]:

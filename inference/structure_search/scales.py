@@ -1,6 +1,6 @@
 """Starting values of the hyperparameters a grammar operator introduces, drawn on the data's scales
-(Duvenaud 2014, sec. 3.3: "newly introduced parameters are initialised randomly"; the distributions are the
-notes' default, docs/sources/duvenaud.md#search-choices).
+(Duvenaud 2014, sec. 3.3: "newly introduced parameters are initialised randomly"; the distributions are our
+default, docs/sources/duvenaud.md#search-choices).
 
 On standardised data (every input column and y with mean 0, sd 1), with R the input range and dx the median
 spacing of the sorted distinct inputs of a column:
