@@ -202,6 +202,7 @@ def plot_curves(out: Path, rows: list[dict]) -> None:
 
 def main(quick: bool, out: Path) -> None:
     out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
     cfg = settings(quick)
     task = balancing_task(cfg["horizon"])
     key = jax.random.PRNGKey(0)
