@@ -25,6 +25,7 @@ import optax
 from numpyro import handlers
 from numpyro.distributions.transforms import biject_to
 
+from inference import optimise
 from inference import options as opt
 from inference.api import EngineOutput, register_engine
 from inference.chains import vmapped_chains
@@ -100,25 +101,11 @@ def _adam(loss, z0, num_steps: int, lr: float):
 
 
 def _lbfgs(loss, z0, max_steps: int, tol: float):
-    """L-BFGS until the gradient norm is below ``tol`` or ``max_steps``; the trace repeats the last objective after
-    convergence (a fixed-length trace for every chain)."""
-    solver = optax.lbfgs()
-    value_and_grad = optax.value_and_grad_from_state(loss)
-
-    def running(carry):
-        _, state, step, _ = carry
-        grad = optax.tree_utils.tree_get(state, "grad")
-        return (step < max_steps) & ((step == 0) | (optax.tree_utils.tree_norm(grad) > tol))
-
-    def step(carry):
-        z, state, i, trace = carry
-        value, grad = value_and_grad(z, state=state)
-        updates, state = solver.update(grad, state, z, value=value, grad=grad, value_fn=loss)
-        return optax.apply_updates(z, updates), state, i + 1, jnp.where(jnp.arange(max_steps) >= i, -value, trace)
-
-    init = (z0, solver.init(z0), jnp.asarray(0), jnp.full(max_steps, -loss(z0)))
-    z, state, steps, trace = jax.lax.while_loop(running, step, init)
-    return z, jnp.where(jnp.arange(max_steps) >= steps - 1, -loss(z), trace), steps
+    """``optimise.lbfgs``, its trace as the objective (-loss) repeated after convergence (a fixed-length trace for
+    every chain)."""
+    z, losses, steps = optimise.lbfgs(loss, z0, max_steps, tol)
+    trace = jnp.where(jnp.arange(max_steps) < steps, -losses, -losses[steps - 1])
+    return z, trace, steps
 
 
 def _starts(spec, sites: dict, init: dict, key, num_chains: int, radius: float) -> dict:

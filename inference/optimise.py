@@ -1,12 +1,16 @@
-"""The one SVI optimisation loop of the project: Adam with a cosine-decayed learning rate, scanned in one program.
+"""The project's optimisation loops, each one compiled program.
 
-Used by the ``svi`` engine (any model and guide) and the ``nvc`` engine (an analytic bound under a point-mass
-guide). Cosine decay so that the final iterates settle at the optimum instead of jittering around it.
+- ``fit``: SVI by Adam with a cosine-decayed learning rate, scanned. Used by the ``svi`` engine (any model and guide)
+  and the ``nvc`` engine (an analytic bound under a point-mass guide). Cosine decay so that the final iterates settle
+  at the optimum instead of jittering around it.
+- ``lbfgs``: deterministic L-BFGS to a gradient tolerance, in a ``while_loop``. Used by ``ml2`` (hyperparameters) and
+  ``inference.pilco`` (policy parameters).
 """
 
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import optax
 from numpyro.infer import SVI, Trace_ELBO
 
@@ -28,3 +32,27 @@ def fit(svi: SVI, key, num_steps: int, *args: Any, init_params=None, **kwargs: A
     state = svi.init(key, *args, init_params=init_params, **kwargs)
     state, losses = jax.lax.scan(lambda s, _: svi.update(s, *args, **kwargs), state, None, length=num_steps)
     return svi.get_params(state), losses
+
+
+def lbfgs(loss, z0: Any, max_steps: int, tol: float) -> tuple[Any, jax.Array, jax.Array]:
+    """Minimise ``loss`` from ``z0`` (any pytree) by optax's L-BFGS (zoom line search) until the gradient norm falls
+    below ``tol`` or after ``max_steps`` iterations (at least one).
+
+    Returns (z, losses (max_steps,): the loss before each iteration, NaN past the last; iterations run)."""
+    solver = optax.lbfgs()
+    value_and_grad = optax.value_and_grad_from_state(loss)
+
+    def running(carry):
+        _, state, i, _ = carry
+        grad = optax.tree_utils.tree_get(state, "grad")
+        return (i < max_steps) & ((i == 0) | (optax.tree_utils.tree_norm(grad) > tol))
+
+    def step(carry):
+        z, state, i, losses = carry
+        value, grad = value_and_grad(z, state=state)
+        updates, state = solver.update(grad, state, z, value=value, grad=grad, value_fn=loss)
+        return optax.apply_updates(z, updates), state, i + 1, losses.at[i].set(value)
+
+    init = (z0, solver.init(z0), jnp.asarray(0), jnp.full(max_steps, jnp.nan))
+    z, _, steps, losses = jax.lax.while_loop(running, step, init)
+    return z, losses, steps

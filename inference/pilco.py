@@ -21,10 +21,9 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-import optax
 from jax.flatten_util import ravel_pytree
 
-from inference import ar1
+from inference import ar1, optimise
 from inference.api import run
 from inference.program import observed_args
 from zoo import moments, ssm
@@ -110,27 +109,6 @@ def learn_dynamics(model: str, observed: dict, **options) -> tr.GPDynamics:
 # ----------------------------------------------------------------------------------------------------------------
 
 
-def _lbfgs(loss, z0: Array, max_steps: int, tol: float):
-    """L-BFGS until the gradient norm is below ``tol`` or ``max_steps`` iterations; trace of the loss (max_steps,)."""
-    solver = optax.lbfgs()
-    value_and_grad = optax.value_and_grad_from_state(loss)
-
-    def running(carry):
-        _, state, i, _ = carry
-        grad = optax.tree_utils.tree_get(state, "grad")
-        return (i < max_steps) & ((i == 0) | (optax.tree_utils.tree_norm(grad) > tol))
-
-    def step(carry):
-        z, state, i, trace = carry
-        value, grad = value_and_grad(z, state=state)
-        updates, state = solver.update(grad, state, z, value=value, grad=grad, value_fn=loss)
-        return optax.apply_updates(z, updates), state, i + 1, trace.at[i].set(value)
-
-    init = (z0, solver.init(z0), jnp.asarray(0), jnp.full(max_steps, jnp.nan))
-    z, _, steps, trace = jax.lax.while_loop(running, step, init)
-    return z, trace, steps
-
-
 def policy_loss(evaluation: str, dyn, policy, u_max, cost, m0, S0, horizon, noise=None) -> Array:
     """The predicted total cost of ``policy``: moment matching (``"mm"``) or particles (``"particles"``, ``noise``)."""
     if evaluation == "mm":
@@ -145,7 +123,7 @@ def _optimise(dyn, policy, cost, m0, S0, noise, evaluation, horizon, max_steps, 
     def loss(flat):
         return policy_loss(evaluation, dyn, unravel(flat), u_max, cost, m0, S0, horizon, noise)
 
-    flat, trace, steps = _lbfgs(loss, flat0, max_steps, tol)
+    flat, trace, steps = optimise.lbfgs(loss, flat0, max_steps, tol)
     final = loss(flat)
     ok = jnp.isfinite(final)  # a step into non-finite territory keeps the start (recorded as ok = False)
     return unravel(jnp.where(ok, flat, flat0)), trace, steps, jnp.where(ok, final, loss(flat0)), ok
