@@ -7,6 +7,7 @@ paper_figures); heavy imports happen inside the subcommands so ``zoo --help`` an
 import argparse
 import json
 import sys
+import time
 from pathlib import Path
 
 # command-line flags of the shared counts, and the engine options they set
@@ -151,8 +152,10 @@ def cmd_figure(args) -> int:
             print(f"  {name:28s} {figure.description}")
         return 0
     names = list(paper_figures.FIGURES) if args.all else args.names
-    for name in names:
+    for index, name in enumerate(names, start=1):
+        start = time.perf_counter()
         paper_figures.run_figure(name, quick=args.quick, out=Path(args.out))
+        print(f"[{index}/{len(names)}] {name}: {time.perf_counter() - start:.0f} s", file=sys.stderr, flush=True)
     return 0
 
 

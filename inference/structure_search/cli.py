@@ -1,5 +1,6 @@
 """``zoo search DATA.csv --map X=year --map y=value --depth D --score bic``: a structure search on a data file, its
-trace written as JSON (atomically) and a progress line per candidate on stderr."""
+trace written as JSON (atomically) and a progress line per candidate on stderr; ``--report DIR`` also writes the App. D
+report of the best kernel (``inference.structure_report``, one input column)."""
 
 import argparse
 from pathlib import Path
@@ -26,6 +27,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", default="search.json", help="where the trace goes (JSON; default search.json)")
+    p.add_argument("--report", default=None, metavar="DIR", help="also write the best kernel's report (HTML, Markdown)")
 
 
 def run(args) -> int:
@@ -48,4 +50,13 @@ def run(args) -> int:
     path = result.write_json(Path(args.out))
     print(f"best: {result.best.expression} ({result.score} {result.best.score:.2f}, depth {result.best.depth})")
     print(f"wrote {path}")
+    if args.report is not None:
+        from inference.structure_report import report
+
+        name = Path(args.data).stem
+        notes = f"Kernel {result.best.expression} found by zoo search ({result.score}, depth {args.depth})."
+        _, paths = report(
+            result.kernel, result.noise, result.X, result.y, Path(args.report), name, notes, offset=result.mean
+        )
+        print(f"wrote {paths['html']} and {paths['md']}")
     return 0
