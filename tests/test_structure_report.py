@@ -175,5 +175,6 @@ def test_shipped_series():
     series = tsdl.load("01-airline")
     assert (len(series.x_train), len(series.x_test)) == (129, 15)  # 144 months, split 90 / 10
     assert np.all(np.diff(np.concatenate([series.x_train, series.x_test])) > 0)
+    assert len(tsdl.names()) == 13  # the whole benchmark of Fig 3.6
     with pytest.raises(DataError, match="no series"):
-        tsdl.load("02-solar")
+        tsdl.load("02-solar-flares")
