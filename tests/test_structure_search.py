@@ -206,6 +206,24 @@ def test_search_scores_by_bic_and_finds_the_line(linear_search, tmp_path):
     assert saved["best"] == "Lin" and len(saved["trace"]) == 2 and saved["trace"][1]["hyperparameters"]
 
 
+def test_zoo_search_writes_the_trace_and_the_report(tmp_path):
+    """The command line on a CSV: the same search as ``linear_search`` (same shapes, so nothing new compiles for the
+    fits), its JSON trace, and the App. D report of the best kernel."""
+    import zoo_cli
+
+    rng = np.random.default_rng(0)
+    x = np.linspace(1990, 2000, 30)
+    y = 5 + 0.7 * (x - 1990) + 0.3 * rng.normal(size=30)
+    csv = tmp_path / "series.csv"
+    csv.write_text("t,value\n" + "\n".join(f"{a},{b}" for a, b in zip(x, y, strict=True)))
+    argv = ["search", str(csv), "--map", "X=t", "--map", "y=value", "--depth", "1", "--base", "C,Lin"]
+    argv += ["--restarts", "2", "--out", str(tmp_path / "trace.json"), "--report", str(tmp_path / "report")]
+    assert zoo_cli.main(argv) == 0
+    assert json.loads((tmp_path / "trace.json").read_text())["best"] == "Lin"
+    html = (tmp_path / "report" / "series.html").read_text()
+    assert "Lin" in (tmp_path / "report" / "series.md").read_text() and "<html" in html
+
+
 def test_a_failing_candidate_is_recorded_and_the_search_goes_on(monkeypatch, linear_search):
     real = search_module.fit_ml2
 
