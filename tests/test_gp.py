@@ -121,7 +121,7 @@ def test_hand_written_evidence_derivatives_equal_autodiff_through_the_cholesky()
         )
     # The evidence site of gp/regression is this density; batched values are scored one by one.
     K = SquaredExponential(1.3, 0.7)(X) + 0.05 * jnp.eye(X.shape[0])
-    d = gp.ZeroMeanGaussian(K)
+    d = gp.GaussianEvidence(K)
     np.testing.assert_allclose(d.log_prob(jnp.stack([y, 2 * y])), [by_hand(theta, X, y), by_hand(theta, X, 2 * y)])
 
 

@@ -61,8 +61,7 @@ def additive_regression(X, y=None, max_order: int | None = None):
     kernel = kernels.sample_sites(Additive(max_order=R), D, priors(R, D))
     mean = numpyro.sample("mean", dist.Normal(0.0, 1.0))
     noise = numpyro.sample("noise", dist.LogNormal(-2.0, 1.0))
-    L, _ = gp.cholesky_with_jitter(kernel(X) + noise * jnp.eye(N))
-    numpyro.sample("y", dist.MultivariateNormal(jnp.full(N, mean), scale_tril=L), obs=y)
+    numpyro.sample("y", gp.GaussianEvidence(kernel(X) + noise * jnp.eye(N), mean), obs=y)
 
 
 def initial_values(D: int, max_order: int | None = None) -> dict[str, np.ndarray]:

@@ -172,30 +172,32 @@ def log_marginal_likelihood(
     return (value, added) if return_jitter else value
 
 
-class ZeroMeanGaussian(dist.Distribution):
-    """N(0, K) over (n,) vectors, K (n, n), whose log density is ``gaussian_log_evidence`` (its derivative is written
-    by hand: half the flops of differentiating through the Cholesky). For the evidence site of collapsed GP models;
-    sampling draws L eps with L the factor ``cholesky_with_jitter`` gives."""
+class GaussianEvidence(dist.Distribution):
+    """N(loc, K) over (n,) vectors, K (n, n), loc a scalar or (n,), whose log density is ``gaussian_log_evidence`` of
+    the residual (its derivative is written by hand: half the flops of differentiating through the Cholesky). For the
+    evidence site of collapsed GP models; sampling draws loc + L eps, L the factor ``cholesky_with_jitter`` gives."""
 
-    arg_constraints = {"covariance": constraints.positive_definite}
+    arg_constraints = {"covariance": constraints.positive_definite, "loc": constraints.real_vector}
     support = constraints.real_vector
 
-    def __init__(self, covariance: Array, validate_args=None):
+    def __init__(self, covariance: Array, loc: Array = 0.0, validate_args=None):
         if jnp.ndim(covariance) != 2:
-            raise ValueError(f"ZeroMeanGaussian takes one (n, n) covariance, got shape {jnp.shape(covariance)}")
+            raise ValueError(f"GaussianEvidence takes one (n, n) covariance, got shape {jnp.shape(covariance)}")
         self.covariance = covariance
+        self.loc = jnp.broadcast_to(loc, covariance.shape[-1:])
         super().__init__(batch_shape=(), event_shape=covariance.shape[-1:], validate_args=validate_args)
 
     def sample(self, key, sample_shape=()):
         L = cholesky_with_jitter(self.covariance)[0]
         eps = jax.random.normal(key, (*sample_shape, *self.event_shape))
-        return eps @ L.T
+        return self.loc + eps @ L.T
 
     def log_prob(self, value):
-        if jnp.ndim(value) == 1:
-            return gaussian_log_evidence(value, self.covariance)[0]
-        flat = value.reshape(-1, value.shape[-1])
-        return jax.vmap(lambda r: gaussian_log_evidence(r, self.covariance)[0])(flat).reshape(value.shape[:-1])
+        residual = value - self.loc
+        if jnp.ndim(residual) == 1:
+            return gaussian_log_evidence(residual, self.covariance)[0]
+        flat = residual.reshape(-1, residual.shape[-1])
+        return jax.vmap(lambda r: gaussian_log_evidence(r, self.covariance)[0])(flat).reshape(residual.shape[:-1])
 
 
 def predict(

@@ -79,7 +79,7 @@ def gp_regression(X, y=None, priors=None, kernel: Kernel | None = None):
     if kernel is not None:
         kernels.validate_inputs(kernel, X.shape[1])
     kern, noise = _hyperparameters(X.shape[1], priors or default_priors(), kernel)
-    numpyro.sample("y", gp.ZeroMeanGaussian(kern(X) + noise * jnp.eye(X.shape[0])), obs=y)
+    numpyro.sample("y", gp.GaussianEvidence(kern(X) + noise * jnp.eye(X.shape[0])), obs=y)
 
 
 def kernel_and_noise(estimates, kernel: "Kernel | str" = "SE") -> tuple[Kernel, jax.Array]:
