@@ -152,6 +152,21 @@ def cmd_figure(args) -> int:
             print(f"  {name:28s} {figure.description}")
         return 0
     names = list(paper_figures.FIGURES) if args.all else args.names
+    unknown = [name for name in names if name not in paper_figures.FIGURES]
+    if unknown:
+        from zoo.errors import unknown_name
+
+        raise unknown_name("figure", unknown[0], paper_figures.FIGURES)
+    if args.jobs < 1:
+        print(f"zoo figure: --jobs must be at least 1, got {args.jobs}", file=sys.stderr)
+        return 2
+    if args.jobs > 1:
+        from paper_figures.parallel import run_figures_in_parallel
+
+        failed = run_figures_in_parallel(names, quick=args.quick, out=Path(args.out), jobs=args.jobs)
+        if failed:
+            print(f"zoo figure: {len(failed)} failed: {', '.join(failed)}", file=sys.stderr)
+        return 1 if failed else 0
     for index, name in enumerate(names, start=1):
         start = time.perf_counter()
         paper_figures.run_figure(name, quick=args.quick, out=Path(args.out))
@@ -246,6 +261,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--all", action="store_true", help="run every reproduction")
     p.add_argument("--quick", action="store_true", help="a small version (what CI runs)")
     p.add_argument("--out", default="figures_out", help="output folder (default: figures_out)")
+    p.add_argument(
+        "--jobs", type=int, default=1, help="figures run at once, each in its own process pinned to a core (default: 1)"
+    )
     p.set_defaults(func=cmd_figure)
 
     p = sub.add_parser("bench", help="run a benchmark suite (a grid of model x engine x seed) and write a report")

@@ -39,3 +39,28 @@ def test_help_everywhere(capsys):
             zoo_cli.main(argv)
         assert exit_info.value.code == 0
     assert "usage: zoo" in capsys.readouterr().out
+
+
+def test_figure_rejects_unknown_names_and_bad_jobs_before_running(capsys):
+    assert zoo_cli.main(["figure", "mchutchon_sigmoid", "nosuch", "--quick"]) == 2
+    assert "unknown figure 'nosuch'" in capsys.readouterr().err
+    assert zoo_cli.main(["figure", "--all", "--jobs", "0"]) == 2
+    assert "--jobs must be at least 1" in capsys.readouterr().err
+
+
+def test_parallel_figures_run_every_name_keep_going_and_report_failures(monkeypatch, tmp_path, capsys):
+    import sys
+
+    from paper_figures import parallel
+
+    def fake_command(name, quick, out):
+        code = 3 if name == "broken" else 0
+        return [sys.executable, "-c", f"import sys; print('ran {name}'); sys.exit({code})"]
+
+    monkeypatch.setattr(parallel, "_figure_command", fake_command)
+    failed = parallel.run_figures_in_parallel(["a", "broken", "c"], quick=True, out=tmp_path, jobs=2)
+    assert failed == ["broken"]
+    for name in ("a", "broken", "c"):
+        assert (tmp_path / name / "log.txt").read_text() == f"ran {name}\n"
+    err = capsys.readouterr().err
+    assert "broken: " in err and "FAILED (exit 3)" in err and "ran broken" in err
