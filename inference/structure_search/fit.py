@@ -13,6 +13,7 @@ import numpy as np
 
 import inference
 import zoo
+from inference.structure_search.bounds import PeriodBounds, best_admissible
 from zoo import regression
 from zoo.errors import ZooError
 from zoo.kernels.base import Kernel
@@ -20,7 +21,7 @@ from zoo.kernels.priors import parametrised_nodes, site_names
 
 
 class FitFailure(ZooError):
-    """Every restart of a candidate ended on a non-finite marginal likelihood."""
+    """Every restart of a candidate ended on a non-finite marginal likelihood or outside the bounds."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -30,6 +31,7 @@ class FitOutcome:
     log_likelihood: float
     restart_log_likelihoods: list
     wall_s: float
+    rejected: list = dataclasses.field(default_factory=list)  # per restart: the bounds it broke (empty: kept)
 
 
 def start_values(kernel: Kernel, noise: float) -> dict[str, np.ndarray]:
@@ -47,9 +49,11 @@ def fit_ml2(
     jitter: float = 1.0,
     num_steps: int = 300,
     seed: int = 0,
+    bounds: PeriodBounds | None = None,
 ) -> FitOutcome:
     """ML-II of ``gp/regression`` with ``kernel``'s structure on standardised (X (n, D), y (n,)), from ``kernel``'s
-    hyperparameters and ``noise``; the restart with the highest log marginal likelihood is kept."""
+    hyperparameters and ``noise``; the restart with the highest log marginal likelihood among those within
+    ``bounds`` (all, without bounds) is kept."""
     expression = str(kernel)
     idata = inference.run(
         zoo.get("gp/regression", kernel=expression),
@@ -64,8 +68,17 @@ def fit_ml2(
     logliks = np.asarray(idata.point_estimates["log_likelihood"].values, float)
     if not np.any(np.isfinite(logliks)):
         raise FitFailure(f"{expression}: every restart ended on a non-finite log marginal likelihood.")
-    chain = int(np.nanargmax(np.where(np.isfinite(logliks), logliks, np.nan)))
-    fitted, fitted_noise = regression.kernel_and_noise(idata.point_estimates.isel(chain=chain), expression)
+    fits = [regression.kernel_and_noise(idata.point_estimates.isel(chain=c), expression) for c in range(restarts)]
+    chain, violations = best_admissible(logliks, [k for k, _ in fits], bounds)
+    if chain is None:
+        broken = "; ".join(sorted({line for lines in violations for line in lines}))
+        raise FitFailure(f"{expression}: no restart ended within the periodic kernels' bounds ({broken}).")
+    fitted, fitted_noise = fits[chain]
     return FitOutcome(
-        fitted, float(fitted_noise), float(logliks[chain]), logliks.tolist(), float(idata.posterior.attrs["wall_s"])
+        fitted,
+        float(fitted_noise),
+        float(logliks[chain]),
+        logliks.tolist(),
+        float(idata.posterior.attrs["wall_s"]),
+        violations,
     )

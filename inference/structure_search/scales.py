@@ -6,7 +6,8 @@ On standardised data (every input column and y with mean 0, sd 1), with R the in
 spacing of the sorted distinct inputs of a column:
 
 - SE, RQ, Matern lengthscales: log-uniform on [2 dx, R];
-- Per, ZPer, Cos periods: log-uniform on [2 dx, R / 2]; their (unitless) lengthscales LogNormal(0, 0.5);
+- Per, ZPer, Cos periods: log-uniform on [3 dx, R / 2], the admissible range of ``bounds.py`` on a regular grid;
+  their (unitless) lengthscales LogNormal(0, 0.5);
 - variances (every base kernel's output scale, C, WN): LogNormal(0, 1) x Var(y) = LogNormal(0, 1);
 - RQ alpha LogNormal(0, 1); Lin: variance LogNormal(0, 1) (Var(y) / Var(x)), location Normal(0, 1) (the inputs'
   mean and sd), offset 0.1 x LogNormal(0, 1) (offset 0 would be outside its LogNormal prior's support);
@@ -74,7 +75,7 @@ class DataScaledFactory(Factory):
             elif name == "lengthscale":
                 values[name] = self._log_uniform(2 * dx, R)
             elif name == "period":
-                values[name] = self._log_uniform(2 * dx, R / 2)
+                values[name] = self._log_uniform(3 * dx, R / 2)  # docs/sources/duvenaud.md#period-bounds
             elif name == "alpha":
                 values[name] = self._lognormal(1.0)
             elif name == "location":

@@ -19,6 +19,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from inference.structure_search.bounds import PeriodBounds
 from inference.structure_search.fit import fit_ml2, start_values
 from inference.structure_search.result import Fitted, SearchResult, Standardisation
 from inference.structure_search.scales import DataScaledFactory, Scales
@@ -107,6 +108,7 @@ def search(
     Xs, ys = scale.inputs(X), scale.targets(y)
     rng = np.random.default_rng(seed)
     factory = DataScaledFactory(Scales.of(Xs), rng)
+    bounds = PeriodBounds.of(Xs)  # periodic kernels' admissible region (docs/sources/duvenaud.md#period-bounds)
     options = {
         "depth": depth,
         "base": list(grammar.base),
@@ -138,7 +140,7 @@ def search(
         this_level = []
         for i, (cand, parent) in enumerate(todo):
             noise = 0.1 if parent is None else parent.noise
-            entry = _evaluate(cand, parent, level, Xs, ys, noise, options, seed=int(rng.integers(2**31)))
+            entry = _evaluate(cand, parent, level, Xs, ys, noise, options, int(rng.integers(2**31)), bounds)
             trace.append(entry)
             this_level.append(entry)
             if entry.ok and (best is None or entry.score > best.score):
@@ -164,12 +166,14 @@ def search(
     return SearchResult(best, trace, X, y, scale, score, options, time.perf_counter() - start)
 
 
-def _evaluate(cand, parent, level: int, Xs, ys, noise: float, options: dict, seed: int) -> Fitted:
+def _evaluate(cand, parent, level: int, Xs, ys, noise: float, options: dict, seed: int, bounds=None) -> Fitted:
     """Fit one candidate and score it; failures are recorded, not raised."""
     entry = Fitted(level, cand.key, cand.operator, None if parent is None else parent.expression)
     t0 = time.perf_counter()
     try:
-        fit = fit_ml2(cand.kernel, Xs, ys, noise, options["restarts"], options["jitter"], options["num_steps"], seed)
+        fit = fit_ml2(
+            cand.kernel, Xs, ys, noise, options["restarts"], options["jitter"], options["num_steps"], seed, bounds
+        )
         entry.kernel, entry.noise, entry.log_likelihood = fit.kernel, fit.noise, fit.log_likelihood
         entry.restart_log_likelihoods = fit.restart_log_likelihoods
         entry.num_params = num_params(fit.kernel, Xs.shape[1]) + 1
