@@ -40,6 +40,9 @@ SCRIPTS: list[str] = [
     "duvenaud_iwmm",
     "duvenaud_additive_kernels",
     "duvenaud_additive_tables",
+    "duvenaud_abcd_synthetic",
+    "duvenaud_abcd_mauna_loa",
+    "duvenaud_abcd_nuts",
 ]
 
 
