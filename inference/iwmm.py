@@ -9,13 +9,17 @@ log p(log theta) (E.11-E.14, gradients by autodiff). The labels are a fixed-size
 slots, so a whole chain is one ``lax.scan``. The step size adapts by dual averaging during warm-up, then freezes
 (docs/sources/duvenaud.md#iwmm-defaults); the mass matrix is the identity; the number of leapfrog steps is fixed
 (25, the reference code's).
-Without a warp (the iGMM) step (2) is skipped and X = Y.
+(3) with ``num_symmetry_moves`` > 0, that many Metropolis-Hastings rounds of a joint rescaling of X and the
+lengthscales and a shift of X, maps the warp does not see, which move along ridges of p(X | Z) that HMC crosses by a
+slow random walk (``symmetry_moves``; docs/sources/duvenaud.md#iwmm-mixing; 0 is the thesis's sampler).
+Without a warp (the iGMM) steps (2) and (3) are skipped and X = Y.
 
 Output: posterior ``labels`` (N,), ``num_clusters``, ``log_latent_density`` (log p(X | Z) + log p(Z): a rotation-
 invariant summary for R-hat, docs/sources/duvenaud.md#iwmm-defaults), and when warped ``X`` (N, Q), ``lengthscale``
 (Q,), ``variance``, ``noise``, ``log_joint``; with test data (``dataset.test["Y"]``) ``test_log_density`` (M,) per
-draw (E.15, the model's estimator); sample_stats ``acceptance_rate``, ``diverging``, ``step_size``, ``full_slots``
-(every slot occupied at some point of the sweep: the truncation bit, so it is recorded, never silent).
+draw (E.15, the model's estimator); sample_stats ``acceptance_rate``, ``diverging``, ``step_size``,
+``symmetry_acceptance`` (step 3, when used), ``full_slots`` (every slot occupied at some point of the sweep: the
+truncation bit, so it is recorded, never silent).
 """
 
 from functools import cache
@@ -61,8 +65,49 @@ def gibbs_sweep(key, labels, X, view):
     return labels, full
 
 
+SCALE_STEP = 0.3  # sd of the log scale factor s of a rescaling proposal
+SHIFT_STEP = 0.5  # sd of each coordinate of a shift proposal (latent units; the data are standardised)
+
+
+def symmetry_moves(key, position, labels, Y, view, num_moves: int):
+    """``num_moves`` Metropolis-Hastings rounds, each a rescaling (X e^s, lengthscale e^s) then a shift (X + t),
+    s ~ N(0, SCALE_STEP^2), t ~ N(0, SHIFT_STEP^2 I). Both maps form groups whose symmetric proposals give the ratio
+    pi(T x) |det T'| / pi(x) (Liu & Sabatti 2000); the warp is invariant under both, so they move along the ridges
+    of p(X | Z) p(log theta) that HMC crosses by a slow random walk (docs/sources/duvenaud.md#iwmm-mixing). The full
+    log density is evaluated, so exactness does not rest on that invariance. Returns (position, acceptance rate)."""
+
+    def logp(p):
+        return view.log_density(p, labels, Y)
+
+    def accept(key, current, current_lp, proposal, log_jacobian):
+        proposal_lp = logp(proposal)
+        ok = jnp.log(jax.random.uniform(key)) < proposal_lp - current_lp + log_jacobian  # NaN: rejected
+        chosen = jax.tree.map(lambda a, b: jnp.where(ok, a, b), proposal, current)
+        return chosen, jnp.where(ok, proposal_lp, current_lp), ok
+
+    def one_round(carry, key):
+        position, lp = carry
+        k_s, k_t, u_s, u_t = jax.random.split(key, 4)
+        scaled, log_jacobian = view.rescaled(position, SCALE_STEP * jax.random.normal(k_s))
+        position, lp, ok_s = accept(u_s, position, lp, scaled, log_jacobian)
+        shift = SHIFT_STEP * jax.random.normal(k_t, position["X"].shape[1:])
+        position, lp, ok_t = accept(u_t, position, lp, view.shifted(position, shift), 0.0)
+        return (position, lp), 0.5 * (ok_s.astype(float) + ok_t.astype(float))
+
+    (position, _), accepted = jax.lax.scan(one_round, (position, logp(position)), jax.random.split(key, num_moves))
+    return position, jnp.mean(accepted)
+
+
 @cache
-def iwmm_runner(view, num_warmup: int, num_samples: int, num_leapfrog: int, target: float, num_predictive: int):
+def iwmm_runner(
+    view,
+    num_warmup: int,
+    num_samples: int,
+    num_leapfrog: int,
+    target: float,
+    num_predictive: int,
+    num_symmetry_moves: int = 0,
+):
     """One chain ``(key, Y, Y_test) -> (draws, stats)`` for a view and static options, as a vmapped program."""
     total = num_warmup + num_samples
     kernel = blackjax.hmc.build_kernel()
@@ -80,7 +125,7 @@ def iwmm_runner(view, num_warmup: int, num_samples: int, num_leapfrog: int, targ
         def iteration(carry, inputs):
             position, labels, da = carry
             key, i = inputs
-            k_gibbs, k_hmc = jax.random.split(key)
+            k_gibbs, k_hmc, k_sym = jax.random.split(key, 3)
             labels, full = gibbs_sweep(k_gibbs, labels, view.latent(position, Y), view)
             acceptance, diverging, step_size = jnp.ones(()), jnp.array(False), jnp.zeros(())
             if view.warped:
@@ -97,7 +142,11 @@ def iwmm_runner(view, num_warmup: int, num_samples: int, num_leapfrog: int, targ
                 acceptance, diverging = info.acceptance_rate, info.is_divergent
                 updated = da_update(da, jnp.nan_to_num(acceptance))
                 da = jax.tree.map(lambda new, old: jnp.where(warm, new, old), updated, da)
+                if num_symmetry_moves:
+                    position, symmetry_acceptance = symmetry_moves(k_sym, position, labels, Y, view, num_symmetry_moves)
             stats = {"acceptance_rate": acceptance, "diverging": diverging, "step_size": step_size, "full_slots": full}
+            if view.warped and num_symmetry_moves:
+                stats["symmetry_acceptance"] = symmetry_acceptance
             return (position, labels, da), ((position, labels), stats)
 
         keys = jax.random.split(k_loop, total)
@@ -145,6 +194,13 @@ def summaries(view, position, labels, Y):
         "num_predictive": Option(
             "int", 200, "draws of the test latent x* per posterior draw in the predictive density (E.15)", minimum=1
         ),
+        "num_symmetry_moves": Option(
+            "int",
+            0,
+            "MH rounds per iteration of a rescaling and a shift of X that the warp does not see (0: the thesis's "
+            "sampler; docs/sources/duvenaud.md#iwmm-mixing)",
+            minimum=0,
+        ),
     },
     summary="iWMM: collapsed Gibbs on CRP labels (NIW Student-t predictive) alternating with BlackJAX HMC on X, theta",
 )
@@ -164,6 +220,7 @@ def iwmm(spec, dataset, key, timer, **options) -> EngineOutput:
         options["num_leapfrog"],
         float(options["target_accept"]),
         options["num_predictive"],
+        options["num_symmetry_moves"],
     )
     keys = jax.random.split(key, options["num_chains"])
     draws, stats = runner.run(timer, keys, Y, Y_test, sequential=True)

@@ -3,6 +3,7 @@ and a Monte Carlo integral, the GP-LVM likelihood against a dense MVN, and invar
 partitions under one collapsed Gibbs sweep of the ``iwmm`` engine (all 52 partitions of 5 points enumerated)."""
 
 import jax
+import jax.flatten_util
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -137,3 +138,28 @@ def test_bad_input_is_refused_before_compiling():
         inference.run(zoo.get("iwmm"), {"Y": Y}, engine="iwmm", num_warmup=1, num_samples=1)
     with pytest.raises(OptionError, match="latent_dim"):
         inference.run(zoo.get("iwmm", warping="identity", latent_dim=1), {"Y": Y + np.eye(10, 2)}, engine="iwmm")
+
+
+def test_symmetry_moves_use_the_exact_jacobian_and_the_warp_does_not_see_them():
+    """The rescaling MH move accepts with pi(T x) |det T'(x)| / pi(x): its log Jacobian must be log|det| of the map on
+    the flattened (X, log theta) (here by forward-mode autodiff), the shift's 0; and the GP-LVM likelihood must not
+    change under either (the reason the moves are cheap to accept), to rounding."""
+    view = zoo.get("iwmm", latent_dim=2, max_clusters=4).views["iwmm"]
+    rng = np.random.default_rng(6)
+    Y = jnp.asarray(rng.normal(size=(7, 3)))
+    position = {
+        "X": jnp.asarray(rng.normal(size=(7, 2))),
+        "log_lengthscale": jnp.array([0.2, -0.1]),
+        "log_variance": jnp.array(0.3),
+        "log_noise": jnp.array(-2.0),
+    }
+    flat, unflatten = jax.flatten_util.ravel_pytree(position)
+    s, shift = 0.37, jnp.array([0.4, -1.1])
+    moved, log_jacobian = view.rescaled(position, s)
+    rescale_flat = lambda v: jax.flatten_util.ravel_pytree(view.rescaled(unflatten(v), s)[0])[0]  # noqa: E731
+    shift_flat = lambda v: jax.flatten_util.ravel_pytree(view.shifted(unflatten(v), shift))[0]  # noqa: E731
+    np.testing.assert_allclose(log_jacobian, np.linalg.slogdet(jax.jacfwd(rescale_flat)(flat))[1], rtol=1e-12)
+    np.testing.assert_allclose(np.linalg.slogdet(jax.jacfwd(shift_flat)(flat))[1], 0.0, atol=1e-12)
+    warp = lambda p: gplvm.log_likelihood(Y, p["X"], view.warp_params(p))[0]  # noqa: E731
+    np.testing.assert_allclose(warp(moved), warp(position), rtol=1e-10)
+    np.testing.assert_allclose(warp(view.shifted(position, shift)), warp(position), rtol=1e-10)

@@ -107,6 +107,19 @@ class IwmmView:
             jnp.exp(position["log_lengthscale"]), jnp.exp(position["log_variance"]), jnp.exp(position["log_noise"])
         )
 
+    @staticmethod
+    def rescaled(position: dict, log_factor: Array) -> tuple[dict, Array]:
+        """(X e^s, log lengthscale + s) and log |Jacobian| = s N Q: the SE-ARD warp sees only X / lengthscale, so
+        this moves along a ridge of the posterior the HMC step crosses slowly (docs/sources/duvenaud.md#iwmm-mixing)."""
+        X = position["X"]
+        moved = position | {"X": X * jnp.exp(log_factor), "log_lengthscale": position["log_lengthscale"] + log_factor}
+        return moved, log_factor * X.size
+
+    @staticmethod
+    def shifted(position: dict, shift: Array) -> dict:
+        """X + shift (Q,) for every point: the stationary warp does not see it (Jacobian 1)."""
+        return position | {"X": position["X"] + shift}
+
     def log_density(self, position: dict, labels: Array, Y: Array) -> Array:
         """log p(Y | X, theta) + log p(X | Z) + log p(log theta): the target of the HMC step given Z."""
         X = self.latent(position, Y)
