@@ -140,3 +140,39 @@ def test_jitter_only_when_needed_and_recorded():
 def test_bad_input_is_refused(x, depth, variance, lengthscale):
     with pytest.raises(dp.DeepPriorError):
         dp.draw(jax.random.PRNGKey(0), x, depth, variance, lengthscale)
+
+
+@pytest.mark.parametrize("scale", [0.3, 1e-3, 1e-7])
+def test_offset_features_give_the_centred_se_covariance(scale):
+    """phi(a) . phi(b) = cov(f(a) - f(c), f(b) - f(c)) = expm1(-q_ab) - expm1(-q_a) - expm1(-q_b) for unit variance
+    (a form without the 1 - k cancellation, so it is a reference at every scale); at scale 0.3 the value and gradient
+    blocks also equal the Gram-based joint covariance of (5.13). Deterministic: rounding tolerances."""
+    w = 1.3
+    z = jnp.asarray(np.random.default_rng(0).normal(size=(6, 2)) * scale + 0.7)
+    c = z.mean(0)
+    exponents = dp.taylor_exponents(2)
+    phi = jax.jit(jax.vmap(lambda d: dp.offset_features(d, w, exponents)))(z - c)
+    q = lambda a, b: 0.5 * jnp.sum((a - b) ** 2, -1) / w**2  # noqa: E731
+    reference = jnp.expm1(-q(z[:, None], z[None])) - jnp.expm1(-q(z, c))[:, None] - jnp.expm1(-q(z, c))[None, :]
+    np.testing.assert_allclose(phi @ phi.T, reference, rtol=1e-9, atol=1e-15 * scale**2)
+    if scale == 0.3:
+        dphi = jax.jit(jax.vmap(jax.jacfwd(lambda d: dp.offset_features(d, w, exponents))))(z - c)
+        full = np.asarray(dp.se_value_gradient_cov(jnp.vstack([z, c[None]]), 1.0, w))  # [f(z), f(c), grads]
+        A = np.zeros((18, 21))
+        A[np.arange(6), np.arange(6)], A[:6, 6] = 1.0, -1.0  # f(z_i) - f(c)
+        A[6 + np.arange(12), 7 + np.arange(12)] = 1.0  # grad f(z_i)
+        features = np.concatenate([phi, np.asarray(dphi).transpose(0, 2, 1).reshape(12, -1)])
+        np.testing.assert_allclose(features @ features.T, A @ full @ A.T, atol=1e-14)
+
+
+def test_centred_layers_keep_values_and_jacobians_consistent_after_collapse():
+    """A 2-D standard map at two inputs 1e-5 apart through 30 layers: deep layers see inputs far inside a lengthscale
+    and are drawn as offsets; the drawn difference of the outputs must equal J (x2 - x1) to O(|x2 - x1|) relative
+    (the map is smooth), which the jittered Gram (noise sd 1e-6 per layer) cannot resolve."""
+    h = 1e-5
+    x = np.array([[0.2, -0.1], [0.2 + h, -0.1]])
+    d = dp.draw(jax.random.PRNGKey(7), x, 30, 1.0, float(np.sqrt(2.0)), with_jacobian=True, centre_small=True)
+    assert bool(np.all(d.centred))
+    difference = np.asarray(d.layers[-1, 1] - d.layers[-1, 0])
+    predicted = np.asarray(d.jacobians[-1, 0]) @ (x[1] - x[0])
+    np.testing.assert_allclose(difference, predicted, rtol=1e-3)

@@ -48,11 +48,13 @@ class DeepPriorError(ZooError):
 class DeepDraw(NamedTuple):
     """One draw of a deep GP at N points: ``layers`` (L, N, D) the output of layers 1..L, ``jitter`` (L,) the
     absolute jitter each layer's Cholesky needed (0 when none), ``jacobians`` (L, N, D, D_x) the Jacobian of the
-    composition through layer l at each point, or None when not asked for."""
+    composition through layer l at each point, or None when not asked for; ``centred`` (L,) True where a layer was
+    drawn as offsets from its value at the centre of its inputs (``sample_layer_offsets``), None when not allowed."""
 
     layers: jax.Array
     jitter: jax.Array
     jacobians: jax.Array | None = None
+    centred: jax.Array | None = None
 
 
 # ---------------------------------------------------------------------------------------------------- covariances
@@ -122,6 +124,49 @@ def sample_layer_with_jacobian(key: jax.Array, z: jax.Array, num_out: int, varia
     return values, grads.transpose(0, 2, 1), added
 
 
+# Taylor features of the SE kernel (docs/sources/duvenaud.md#deep-small-spans): a layer whose inputs lie within
+# TAYLOR_RADIUS lengthscales of their centre is drawn from features truncated at total degree TAYLOR_DEGREE; the
+# dropped variance is at most sum_{k > 12} 0.25^k / k! < 3e-18 of the kernel's (float64 rounding).
+TAYLOR_RADIUS = 0.5
+TAYLOR_DEGREE = 12
+
+
+def taylor_exponents(num_inputs: int, degree: int = TAYLOR_DEGREE) -> np.ndarray:
+    """Every multi-index alpha (M, P) of total degree 1..degree over P inputs."""
+    grids = np.stack(np.meshgrid(*[np.arange(degree + 1)] * num_inputs, indexing="ij"), -1).reshape(-1, num_inputs)
+    total = grids.sum(1)
+    return grids[(total >= 1) & (total <= degree)]
+
+
+def offset_features(delta: jax.Array, lengthscale: float, exponents: np.ndarray) -> jax.Array:
+    """Features phi (1 + M,) of one input c + delta (delta (P,)) with phi(a) . phi(b) = k(a, b) - k(a, c) - k(b, c)
+    + k(c, c) for the unit-variance SE kernel: the covariance of f(c + delta) - f(c).
+
+    From k(a, b) = e^(-|d_a|^2 / 2w^2) e^(-|d_b|^2 / 2w^2) e^(d_a . d_b / w^2) and e^(u . v) = sum_alpha u^alpha
+    v^alpha / alpha!: phi = [expm1(-q), e^(-q) (delta / w)^alpha / sqrt(alpha!)] with q = |delta|^2 / 2w^2. Every
+    term keeps its relative precision however small delta is (no 1 - k cancellation, unlike the Gram)."""
+    u = delta / lengthscale
+    q = 0.5 * jnp.sum(u * u)
+    # powers u_p^k by repeated products (k = 0..degree): exact zeros and finite gradients at u = 0
+    repeated = jnp.broadcast_to(u, (int(exponents.max()), *u.shape))
+    powers = jnp.cumprod(jnp.concatenate([jnp.ones((1, u.shape[0])), repeated]), axis=0)
+    monomials = jnp.prod(powers[exponents, np.arange(u.shape[0])], axis=1)
+    norm = np.sqrt(np.prod(scipy.special.factorial(exponents), axis=1))
+    return jnp.concatenate([jnp.expm1(-q)[None], jnp.exp(-q) * monomials / norm])
+
+
+def sample_layer_offsets(key: jax.Array, z: jax.Array, num_out: int, variance: float, lengthscale: float):
+    """Values f(z) - f(c) of ``num_out`` independent GP(0, SE) draws at z (N, P), c the mean of z, and their
+    Jacobians (N, num_out, P): exact in distribution up to the truncation (TAYLOR_DEGREE), for inputs within a
+    fraction of a lengthscale of c. A stationary next layer cannot see the dropped constant f(c)."""
+    exponents = taylor_exponents(z.shape[1])
+    delta = z - jnp.mean(z, axis=0)
+    phi = jax.vmap(lambda d: offset_features(d, lengthscale, exponents))(delta)  # (N, 1 + M)
+    dphi = jax.vmap(jax.jacfwd(lambda d: offset_features(d, lengthscale, exponents)))(delta)  # (N, 1 + M, P)
+    xi = jnp.sqrt(variance) * jax.random.normal(key, (phi.shape[1], num_out))
+    return phi @ xi, jnp.einsum("nmp,mo->nop", dphi, xi)
+
+
 # ---------------------------------------------------------------------------------------------------- composition
 def _validate(x, depth: int, variance: float, lengthscale: float) -> None:
     if np.ndim(x) != 2 or np.shape(x)[0] < 1 or np.shape(x)[1] < 1:
@@ -134,32 +179,51 @@ def _validate(x, depth: int, variance: float, lengthscale: float) -> None:
         raise DeepPriorError(f"variance and lengthscale must be > 0; got {variance!r}, {lengthscale!r}")
 
 
-@partial(jax.jit, static_argnames=("depth", "connected", "with_jacobian"))
-def _draw(key, x, depth, variance, lengthscale, connected, with_jacobian):
+@partial(jax.jit, static_argnames=("depth", "connected", "with_jacobian", "centre_small"))
+def _draw(key, x, depth, variance, lengthscale, connected, with_jacobian, centre_small=False):
     n, dx = x.shape
     keys = jax.random.split(key, depth)
-    if with_jacobian:
-        first, jac1, jit1 = sample_layer_with_jacobian(keys[0], x, dx, variance, lengthscale)
-    else:
-        (first, jit1), jac1 = sample_layer(keys[0], x, dx, variance, lengthscale), None
+
+    def sample(k, z):
+        """One layer at inputs z (N, P): (values (N, D), Jacobian (N, D, P) or None, jitter, centred)."""
+        if not centre_small:
+            if with_jacobian:
+                return (*sample_layer_with_jacobian(k, z, dx, variance, lengthscale), jnp.array(False))
+            out, added = sample_layer(k, z, dx, variance, lengthscale)
+            return out, None, added, jnp.array(False)
+
+        def exact(k, z):
+            if with_jacobian:
+                return sample_layer_with_jacobian(k, z, dx, variance, lengthscale)
+            out, added = sample_layer(k, z, dx, variance, lengthscale)
+            return out, jnp.zeros((n, dx, z.shape[1])), added
+
+        def offsets(k, z):
+            return (*sample_layer_offsets(k, z, dx, variance, lengthscale), jnp.zeros(()))
+
+        small = jnp.max(jnp.linalg.norm(z - jnp.mean(z, axis=0), axis=1)) <= TAYLOR_RADIUS * lengthscale
+        out, Jl, added = jax.lax.cond(small, offsets, exact, k, z)
+        return out, Jl if with_jacobian else None, added, small
+
+    first, jac1, jit1, centred1 = sample(keys[0], x)
 
     def layer(carry, k):
         f, J = carry
         z = jnp.concatenate([f, x], axis=1) if connected else f
+        out, Jl, added, centred = sample(k, z)
         if not with_jacobian:
-            out, added = sample_layer(k, z, dx, variance, lengthscale)
-            return (out, None), (out, added, None)
-        out, Jl, added = sample_layer_with_jacobian(k, z, dx, variance, lengthscale)
+            return (out, None), (out, added, None, centred)
         # (5.15) J <- J^(l) J, or (5.17) J <- J^(l) [J; I] with J^(l) (D, 2D) for the input-connected net.
         inner = jnp.concatenate([J, jnp.broadcast_to(jnp.eye(dx), J.shape)], axis=1) if connected else J
         J = jnp.einsum("nij,njk->nik", Jl, inner)
-        return (out, J), (out, added, J)
+        return (out, J), (out, added, J, centred)
 
-    _, (rest, jitter, jacs) = jax.lax.scan(layer, (first, jac1), keys[1:])
+    _, (rest, jitter, jacs, centred) = jax.lax.scan(layer, (first, jac1), keys[1:])
     layers = jnp.concatenate([first[None], rest])
     jitter = jnp.concatenate([jit1[None], jitter])
     jacobians = jnp.concatenate([jac1[None], jacs]) if with_jacobian else None
-    return DeepDraw(layers, jitter, jacobians)
+    centred = jnp.concatenate([centred1[None], centred]) if centre_small else None
+    return DeepDraw(layers, jitter, jacobians, centred)
 
 
 def draw(
@@ -170,15 +234,22 @@ def draw(
     lengthscale: float,
     connected: bool = False,
     with_jacobian: bool = False,
+    centre_small: bool = False,
 ) -> DeepDraw:
     """One deep-GP draw at the N points x (N, D_x) through ``depth`` layers of width D_x (see ``DeepDraw``).
 
     ``connected``: the input-connected architecture (5.16). ``with_jacobian``: also the Jacobian of the composition
     at each point, sampled jointly with the values (cost grows as (N (1 + P))^3 per layer, so keep N small).
+    ``centre_small``: a layer whose inputs lie within TAYLOR_RADIUS lengthscales of their mean is
+    drawn by ``sample_layer_offsets``, i.e. minus its value at that mean: deep standard layers contract the inputs
+    far below the resolution of a jittered Gram (docs/sources/duvenaud.md#deep-small-spans). Differences between
+    points, Jacobians and all later layers keep their exact distribution; layer values are then known up to an
+    additive constant per layer (``centred`` marks which).
     Vectorise over draws with ``jax.vmap(lambda k: draw(k, ...))(keys)`` after validating once, or use ``draws``.
     """
     _validate(x, depth, variance, lengthscale)
-    return _draw(key, jnp.asarray(x, jnp.float64), depth, variance, lengthscale, connected, with_jacobian)
+    x = jnp.asarray(x, jnp.float64)
+    return _draw(key, x, depth, variance, lengthscale, connected, with_jacobian, centre_small)
 
 
 def draws(key, x, depth, variance, lengthscale, num_draws: int, connected=False, with_jacobian=False) -> DeepDraw:
