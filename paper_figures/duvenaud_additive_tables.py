@@ -18,6 +18,7 @@ Full: 10 splits, 5 restarts, up to 500 L-BFGS steps (the thesis's settings). Qui
 subsample of 60 rows per set, 1 restart, 40 steps.
 """
 
+import csv
 from pathlib import Path
 
 import jax.numpy as jnp
@@ -46,6 +47,10 @@ METHODS = {  # our name -> (thesis row, model name, model options)
     "gp_1st": ("GP-1st", "gp/additive", {"max_order": 1}),
     "se_ard": ("GP Squared-exp", "gp/regression", {"kernel": "SE"}),
     "additive": ("GP Additive", "gp/additive", {}),
+}
+LEAST_SQUARES = {  # the thesis's linear baseline as its companion code fits it; our name -> label
+    "least_squares": "Linear Regression (least squares)",
+    "least_squares_companion": "Linear Regression (least squares, companion code's NLL)",
 }
 THESIS_ONLY = ("HKL", "Structure Search")
 QUICK = {"splits": 1, "restarts": 1, "steps": 40, "rows": 60}
@@ -105,6 +110,23 @@ def scores(mean, var, y) -> tuple[float, float]:
     return mse, nll
 
 
+def least_squares(X_train, y_train, X_test) -> tuple[np.ndarray, float]:
+    """The thesis's linear baseline as its companion code fits it (docs/sources/duvenaud.md#linear-nll): ordinary
+    least squares without an intercept (inputs and target are standardised over the whole set) and the maximum-
+    likelihood noise variance s^2 = mean training residual^2. Returns (predictions (m,), s^2)."""
+    weights, *_ = np.linalg.lstsq(X_train, y_train, rcond=None)
+    return X_test @ weights, float(np.mean((y_train - X_train @ weights) ** 2))
+
+
+def companion_nll(mean, var, y) -> float:
+    """The negative log-likelihood the thesis's linear-regression row reports: per test point
+    (y - mean)^2 / (2 var) + log(2 pi var), i.e. the Gaussian's log normaliser counted twice (its companion code
+    writes -log(2 pi s^2) for -log(2 pi s^2) / 2; docs/sources/duvenaud.md#linear-nll). Equals the correct
+    ``scores`` NLL plus log(2 pi var) / 2 averaged over the test points."""
+    mean, var = np.asarray(mean), np.broadcast_to(np.asarray(var, float), np.shape(mean))
+    return float(np.mean(0.5 * (y - mean) ** 2 / var + np.log(2 * np.pi * var)))
+
+
 def bold_set(per_split: dict[str, np.ndarray]) -> set[str]:
     """The lowest mean, and every method not significantly different from it under a paired t-test."""
     best = min(per_split, key=lambda m: per_split[m].mean())
@@ -118,24 +140,53 @@ def bold_set(per_split: dict[str, np.ndarray]) -> set[str]:
     return bold
 
 
-def run_dataset(name: str, settings, out: Path) -> tuple[list[dict], list[np.ndarray], tuple]:
-    """Per-split rows, the additive fits' order shares, and the first split's additive fit with its data. The rows
-    so far are written to ``out/splits_<name>.csv`` after each split, so a long run keeps what it finished."""
+def run_splits(name: str, splits, settings, out: Path):
+    """Fit every method on the given splits of one data set; the rows of each split are merged into
+    ``out/splits_<name>.csv`` as soon as it finishes (rows of other splits already there are kept, so a long run is
+    done in chunks of splits). Split k is the same whatever chunk runs it (``random_splits`` draws them in order).
+    Returns the first of these splits' additive fit with its training data (for the component plot), or None."""
     X, y = prepared(name, settings["rows"])
-    rows, shares, first = [], [], None
-    for split, (train, test) in enumerate(data.random_splits(len(y), settings["splits"], seed=0)):
+    pairs = data.random_splits(len(y), max(splits) + 1, seed=0)
+    first = None
+    for split in splits:
+        train, test = pairs[split]
+        rows = []
         for method in METHODS:
             predict, fitted = fit(method, X[train], y[train], settings, seed=split)
             mse, nll = scores(*predict(X[test]), y[test])
             rows.append({"dataset": name, "split": split, "method": method, "mse": mse, "nll": nll})
             if method == "additive":
                 kernel = fitted[0]
-                shares.append(order_variance_shares(kernel.variance, X.shape[1]))
+                rows[-1]["inputs"] = X.shape[1]
                 rows[-1].update({f"sigma2_order{n + 1}": float(v) for n, v in enumerate(np.asarray(kernel.variance))})
                 if first is None:
                     first = (fitted, X[train], y[train])
-        write_csv(out / f"splits_{name}.csv", rows)
-    return rows, shares, first
+        mean, var = least_squares(X[train], y[train], X[test])
+        mse, nll = scores(mean, np.full(len(test), var), y[test])
+        companion = companion_nll(mean, var, y[test])
+        rows.append({"dataset": name, "split": split, "method": "least_squares", "mse": mse, "nll": nll})
+        rows.append(
+            {"dataset": name, "split": split, "method": "least_squares_companion", "mse": mse, "nll": companion}
+        )
+        for row in rows:
+            row.update(restarts=settings["restarts"], steps=settings["steps"])
+        path = out / f"splits_{name}.csv"
+        kept = [r for r in read_rows(path) if r["split"] != split]
+        write_csv(path, sorted(kept + rows, key=lambda r: r["split"]))
+    return first
+
+
+def read_rows(path: Path) -> list[dict]:
+    """The rows of a splits CSV (numbers as numbers); [] when it does not exist yet."""
+    if not path.exists():
+        return []
+    with path.open() as handle:
+        rows = list(csv.DictReader(handle))
+    for row in rows:
+        for key, value in row.items():
+            if key not in ("dataset", "method") and value != "":
+                row[key] = int(value) if key in ("split", "restarts", "steps") else float(value)
+    return rows
 
 
 def first_order_plot(out: Path, name: str, fitted, X, y) -> list[dict]:
@@ -177,33 +228,56 @@ def first_order_plot(out: Path, name: str, fitted, X, y) -> list[dict]:
 
 
 def main(quick: bool, out: Path) -> None:
+    """Every split of every data set in this process, then the tables (the full run is done in chunks instead:
+    the module's command line, one chunk of splits per command, then ``--aggregate``)."""
     out = Path(out)
     settings = QUICK if quick else FULL
-    rows, shares, effects = [], {}, []
     for name in DATASETS:
-        ds_rows, ds_shares, first = run_dataset(name, settings, out)
-        rows += ds_rows
-        shares[name] = np.mean(ds_shares, axis=0)
+        (out / f"splits_{name}.csv").unlink(missing_ok=True)  # this run's splits only
+        first = run_splits(name, range(settings["splits"]), settings, out)
         if name == "concrete":
-            effects = first_order_plot(out, name, *first)
+            write_csv(out / "effects.csv", first_order_plot(out, name, *first))
+    aggregate(out, quick)
+
+
+def aggregate(out: Path, quick: bool = False) -> None:
+    """Tables 6.1, 6.4, 6.5 and the comparison from the per-split rows in ``out/splits_<name>.csv``."""
+    rows = [r for name in DATASETS for r in read_rows(out / f"splits_{name}.csv")]
     write_csv(out / "splits.csv", rows)
-    write_csv(out / "effects.csv", effects)
     summary = summarise(rows)
     write_csv(out / "tables.csv", summary)
+    shares = {}
+    for name in DATASETS:
+        fits = [r for r in rows if r["dataset"] == name and r["method"] == "additive"]
+        if fits:
+            orders = sorted((k for k in fits[0] if k.startswith("sigma2_order")), key=lambda k: int(k[12:]))
+            D = int(fits[0]["inputs"])
+            shares[name] = np.mean([order_variance_shares([r[k] for k in orders], D) for r in fits], axis=0)
     order_rows = [{"dataset": n, **{str(k + 1): 100 * float(s) for k, s in enumerate(v)}} for n, v in shares.items()]
     write_csv(out / "table6_1.csv", order_rows)
-    write_comparison(out, comparison(summary, shares), preamble(settings, summary, shares))
+    write_comparison(out, comparison(summary, shares), preamble(rows, summary, shares, quick))
 
 
 def summarise(rows: list[dict]) -> list[dict]:
-    """Mean and se of MSE and NLL per (data set, method) with the bold flags."""
+    """Mean and se of MSE and NLL per (data set, method) with the bold flags (bolding among ``METHODS``, the
+    thesis's rows; the least-squares rows are shown beside, never bold)."""
     out = []
     for name in DATASETS:
         for metric in ("mse", "nll"):
             per_split = {
-                m: np.array([r[metric] for r in rows if r["dataset"] == name and r["method"] == m]) for m in METHODS
+                m: np.array(
+                    [
+                        r[metric]
+                        for r in sorted(rows, key=lambda r: r["split"])
+                        if r["dataset"] == name and r["method"] == m
+                    ]
+                )
+                for m in (*METHODS, *LEAST_SQUARES)
             }
-            bold = bold_set(per_split)
+            per_split = {m: v for m, v in per_split.items() if v.size}
+            if not per_split:
+                continue
+            bold = bold_set({m: v for m, v in per_split.items() if m in METHODS})
             for method, values in per_split.items():
                 out.append(
                     {
@@ -223,12 +297,24 @@ def _cell(value: float, bold: bool) -> str:
     return f"**{value:.3f}**" if bold else f"{value:.3f}"
 
 
+def _published(pub) -> str:
+    return (f"**{pub['value']}**" if pub["bold"] == "1" else pub["value"]) if pub else ""
+
+
+def _missing(name: str) -> str:
+    return "(not packaged offline)" if name in UNAVAILABLE else "(not run)"
+
+
 def comparison(summary: list[dict], shares: dict) -> list[dict]:
     """One row per (table, method, data set): published beside ours."""
     published = {(p["table"], p["row"], p["column"]): p for p in read_published(__file__)}
     rows = []
     for table, metric in (("6.4", "mse"), ("6.5", "nll")):
-        for method, (thesis_row, _, _) in METHODS.items():
+        ours_rows = [(m, thesis_row, thesis_row) for m, (thesis_row, _, _) in METHODS.items()]
+        ours_rows += [(m, "Linear Regression", label) for m, label in LEAST_SQUARES.items()]
+        for method, thesis_row, label in ours_rows:
+            if table == "6.4" and method == "least_squares_companion":
+                continue  # the same predictions as least_squares
             for name in (*DATASETS, *UNAVAILABLE):
                 pub = published.get((table, thesis_row, name))
                 ours = next(
@@ -237,10 +323,10 @@ def comparison(summary: list[dict], shares: dict) -> list[dict]:
                 rows.append(
                     {
                         "table": table,
-                        "method": thesis_row,
+                        "method": label,
                         "dataset": name,
-                        "published": (f"**{pub['value']}**" if pub["bold"] == "1" else pub["value"]) if pub else "",
-                        "ours": _cell(ours["mean"], ours["bold"]) if ours else "(not packaged offline)",
+                        "published": _published(pub),
+                        "ours": _cell(ours["mean"], ours["bold"]) if ours else _missing(name),
                         "ours_se": f"{ours['se']:.3f}" if ours and np.isfinite(ours["se"]) else "",
                     }
                 )
@@ -248,14 +334,13 @@ def comparison(summary: list[dict], shares: dict) -> list[dict]:
             if table == "6.5" and thesis_row == "HKL":
                 continue
             for name in (*DATASETS, *UNAVAILABLE):
-                pub = published.get((table, thesis_row, name))
-                note = "not reimplemented" if thesis_row == "HKL" else "left empty: structure search not yet run here"
+                note = "not reimplemented" if thesis_row == "HKL" else "left out (docs/sources/duvenaud.md#table-6-4)"
                 rows.append(
                     {
                         "table": table,
                         "method": thesis_row,
                         "dataset": name,
-                        "published": (f"**{pub['value']}**" if pub["bold"] == "1" else pub["value"]) if pub else "",
+                        "published": _published(published.get((table, thesis_row, name))),
                         "ours": note,
                         "ours_se": "",
                     }
@@ -273,31 +358,58 @@ def comparison(summary: list[dict], shares: dict) -> list[dict]:
                     "ours_se": "",
                 }
             )
+    for name in dict.fromkeys(p["row"] for p in published.values() if p["table"] == "6.1"):
+        if name not in shares:
+            values = [
+                published[("6.1", name, str(n))]["value"] for n in range(1, 11) if ("6.1", name, str(n)) in published
+            ]
+            reason = (
+                "not packaged offline" if name in UNAVAILABLE else "classification set: gp/additive is regression only"
+            )
+            rows.append(
+                {
+                    "table": "6.1",
+                    "method": "order 1..R shares (%)",
+                    "dataset": name,
+                    "published": " / ".join(values),
+                    "ours": reason,
+                    "ours_se": "",
+                }
+            )
     return rows
 
 
-def preamble(settings, summary, shares) -> str:
+def preamble(rows, summary, shares, quick: bool) -> str:
     def grid(metric):
         lines = []
-        for method, (thesis_row, _, _) in METHODS.items():
-            cells = {}
-            for s in summary:
-                if s["metric"] == metric and s["method"] == method:
-                    cells[s["dataset"]] = _cell(s["mean"], s["bold"])
-            lines.append({"method": thesis_row, **{n: cells.get(n, "") for n in DATASETS}})
+        for method, label in [(m, t) for m, (t, _, _) in METHODS.items()] + list(LEAST_SQUARES.items()):
+            if metric == "mse" and method == "least_squares_companion":
+                continue
+            cells = {
+                s["dataset"]: _cell(s["mean"], s["bold"])
+                for s in summary
+                if (s["metric"], s["method"]) == (metric, method)
+            }
+            lines.append({"method": label, **{n: cells.get(n, "") for n in DATASETS}})
         return markdown_table(lines, ["method", *DATASETS])
 
+    splits = ", ".join(f"{n} {len({r['split'] for r in rows if r['dataset'] == n})}" for n in DATASETS)
+    restarts = "/".join(str(v) for v in sorted({r["restarts"] for r in rows}))
+    steps = "/".join(str(v) for v in sorted({r["steps"] for r in rows}))
     dominant = {n: int(np.argmax(v)) + 1 for n, v in shares.items()}
+    subsample = f"a seeded subsample of {QUICK['rows']} rows per set" if quick else "whole sets"
     return f"""# Duvenaud 2014 Tables 6.1, 6.4, 6.5: additive GPs
 
-Setup (docs/sources/duvenaud.md#table-6-4): {settings["splits"]} random 90/10 split(s), ML-II with
-{settings["restarts"]} restart(s) of at most {settings["steps"]} L-BFGS steps;
-{"a seeded subsample of " + str(settings["rows"]) + " rows per set" if settings["rows"] else "whole sets"}
-(concrete: a seeded 500-row subsample of the 1030 rows, as Table 6.2's size; which rows the thesis used is unknown;
-bach: recreated from the recipe, not the thesis's draw). The thesis's companion code evaluates by 10-fold
-cross-validation of the unshuffled data; we use random splits. Standardised units. Bold: lowest mean and every
-method not significantly different from it (paired t-test, 5 %; one split: only the lowest). pumadyn-8nh and servo
-are not packaged offline: no numbers. HKL is not reimplemented; the structure-search row waits for that code.
+Setup (docs/sources/duvenaud.md#table-6-4): random 90/10 splits per set: {splits};, ML-II with {restarts} restart(s)
+of at most {steps} L-BFGS steps; {subsample} (concrete: a seeded 500-row subsample of the 1030 rows, as Table 6.2's
+size; which rows the thesis used is unknown; bach: recreated from the recipe, not the thesis's draw). The thesis's
+companion code evaluates by 10-fold cross-validation of the unshuffled data; we use random splits. Standardised
+units. Bold: lowest mean and every method not significantly different from it (paired t-test, 5 %; one split: only
+the lowest), among the four fitted rows. The linear row is our Bayesian linear regression (ML-II); the least-squares
+rows are the thesis's baseline as its companion code fits it, its NLL once with the Gaussian density and once with
+the companion code's density, whose log normaliser is counted twice (docs/sources/duvenaud.md#linear-nll): that
+convention is what the published linear NLLs use. pumadyn-8nh and servo are not packaged offline: no numbers. HKL is
+not reimplemented; structure search is left out (docs/sources/duvenaud.md#table-6-4).
 
 Ours, Table 6.4 (MSE):
 
@@ -313,3 +425,24 @@ Table 6.1 (share of the prior variance per order, %, mean over the splits' addit
 
 Published beside ours:
 """
+
+
+if __name__ == "__main__":
+    import argparse
+
+    parser = argparse.ArgumentParser(description="Tables 6.1/6.4/6.5 in chunks: some splits of one set, or aggregate")
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--dataset", choices=DATASETS)
+    parser.add_argument("--splits", type=int, nargs="+", help="split indices (0-based) to fit")
+    parser.add_argument("--restarts", type=int, default=FULL["restarts"])
+    parser.add_argument("--steps", type=int, default=FULL["steps"])
+    parser.add_argument("--aggregate", action="store_true", help="write the tables from the splits so far")
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    if args.dataset:
+        chunk = {**FULL, "restarts": args.restarts, "steps": args.steps}
+        first = run_splits(args.dataset, args.splits, chunk, args.out)
+        if args.dataset == "concrete" and 0 in args.splits:
+            write_csv(args.out / "effects.csv", first_order_plot(args.out, "concrete", *first))
+    if args.aggregate:
+        aggregate(args.out)

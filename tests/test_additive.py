@@ -237,3 +237,23 @@ def test_table_bolding_follows_the_paired_t_test():
     # The mean negative log density of N(0, 1) at y = 0 is log(2 pi) / 2.
     mse, nll = scores(np.zeros(3), np.ones(3), np.zeros(3))
     assert mse == 0.0 and abs(nll - 0.5 * np.log(2 * np.pi)) < 1e-12
+
+
+def test_least_squares_baseline_and_the_companion_codes_nll():
+    """The thesis's linear baseline (least squares, ML noise variance) and its NLL convention: the Gaussian's log
+    normaliser counted twice (docs/sources/duvenaud.md#linear-nll). References: the normal equations and
+    scipy's normal log density."""
+    from scipy import stats
+
+    from paper_figures.duvenaud_additive_tables import companion_nll, least_squares, scores
+
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(40, 3))
+    y = X @ np.array([0.5, -1.0, 0.2]) + 0.3 * rng.normal(size=40)
+    prediction, s2 = least_squares(X[:30], y[:30], X[30:])
+    weights = np.linalg.solve(X[:30].T @ X[:30], X[:30].T @ y[:30])
+    np.testing.assert_allclose(prediction, X[30:] @ weights, rtol=1e-10)
+    np.testing.assert_allclose(s2, np.mean((y[:30] - X[:30] @ weights) ** 2), rtol=1e-10)
+    _, nll = scores(prediction, np.full(10, s2), y[30:])
+    np.testing.assert_allclose(nll, -np.mean(stats.norm.logpdf(y[30:], prediction, np.sqrt(s2))), rtol=1e-12)
+    np.testing.assert_allclose(companion_nll(prediction, s2, y[30:]), nll + 0.5 * np.log(2 * np.pi * s2), rtol=1e-12)
