@@ -9,11 +9,15 @@
   (eqs. 4.19-4.23) or by particles with frozen random numbers (M18), gradients by autodiff through the trajectory.
 * ``control_loop``: random roll-outs, then repeat {learn dynamics, optimise policy, roll out on the true plant}.
 
-The AR-GP's training set grows each trial; it is padded to a fixed capacity with far-away inputs whose weights are
-zero and whose kernel rows vanish, so the moments are unchanged and one compiled program serves every iteration
-(``pad_far``). The GP-SSM has a fixed number of pseudo-inputs.
+The AR-GP's training set grows each trial; it is padded up to a multiple of ``bucket`` rows with far-away inputs whose
+weights are zero and whose kernel rows vanish, so the moments are unchanged and one compiled policy optimisation
+serves every iteration in a bucket (``pad_far``): the cost per gradient grows as N^2 (the E^2 N x N matrices Q of
+every step), so padding every iteration to the final size would make the early ones pay the last one's price
+(docs/sources/mchutchon.md#pilco-speed). The GP-SSM has a fixed number of pseudo-inputs.
 """
 
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -29,8 +33,10 @@ from inference.program import observed_args
 from zoo import moments, ssm
 from zoo import registry as zoo_registry
 from zoo.errors import DataError, OptionError, ZooError
+from zoo.gp import cholesky_with_jitter
 from zoo.gp_ssm_view import linear_mean_of, pseudo_predictor
 from zoo.gpssm import ar1_regression_data
+from zoo.kernels import SquaredExponential
 from zoo.pilco import cost as costs
 from zoo.pilco import plant, policies
 from zoo.pilco import trajectory as tr
@@ -66,17 +72,28 @@ def pad_far(X: np.ndarray, R: np.ndarray, capacity: int) -> tuple[np.ndarray, np
     return np.concatenate([X, pad]), np.concatenate([R, np.zeros((capacity - N, R.shape[1]))])
 
 
-def ar_gp_dynamics(observed: dict, capacity: int = 0, num_steps: int = ar1.NUM_STEPS) -> tr.GPDynamics:
+def bucketed(n: int, bucket: int) -> int:
+    """The smallest multiple of ``bucket`` that is >= n (n itself when bucket < 1)."""
+    return n if bucket < 1 else -(-n // bucket) * bucket
+
+
+def ar_gp_dynamics(observed: dict, bucket: int = 100, num_steps: int = ar1.NUM_STEPS) -> tr.GPDynamics:
     """PILCO's AR-GP (eq. 4.17): ML-II GPs on observed transitions, identity mean, its noise on every prediction.
-    The controller sees the model's state directly (obs_var = 0): the AR-GP's state is the observation."""
+    The controller sees the model's state directly (obs_var = 0): the AR-GP's state is the observation. K + sn2 I is
+    factorised without jitter unless that fails; ``jitter`` (D,) records what each output needed."""
     fit = ar1.fit_ar1_gp(observed, "identity", num_steps=num_steps)
     X, R, A, b = ar1_regression_data(observed, "identity")
-    X, R = pad_far(X, R, capacity)
-    predictor = moments.exact_gp_predictor(X, R, fit.signal_var, fit.lengthscale, fit.noise_var)
+    X, R = pad_far(X, R, bucketed(X.shape[0], bucket))
+    predictor, jitter = moments.exact_gp_predictor_with_jitter(X, R, fit.signal_var, fit.lengthscale, fit.noise_var)
     D = R.shape[1]
-    return tr.GPDynamics(
-        predictor, moments.LinearMean(jnp.asarray(A), jnp.asarray(b)), jnp.asarray(fit.noise_var), jnp.zeros(D)
+    dyn = tr.GPDynamics(
+        predictor,
+        moments.LinearMean(jnp.asarray(A), jnp.asarray(b)),
+        jnp.asarray(fit.noise_var),
+        jnp.zeros(D),
+        jitter=jitter,
     )
+    return tr.with_weights(dyn)
 
 
 GPSSM_PARAMS = ("lengthscale", "signal_var", "process_var", "obs_var", "pseudo_targets")
@@ -92,7 +109,16 @@ def gp_ssm_dynamics(observed: dict, num_pseudo: int = 50, num_steps: int = 350, 
     view = spec.views["gp_ssm"]
     dataset = data if isinstance(data, zoo_registry.Dataset) else zoo_registry.Dataset(observed=dict(data))
     g = view.to_gpssm(ssm.bind(view.state_space, params, observed_args(dataset)))
-    return tr.GPDynamics(pseudo_predictor(g), linear_mean_of(g), g.process_var, g.obs_var)
+    dyn = tr.GPDynamics(pseudo_predictor(g), linear_mean_of(g), g.process_var, g.obs_var, jitter=pseudo_gram_jitter(g))
+    return tr.with_weights(dyn)
+
+
+def pseudo_gram_jitter(g) -> Array:
+    """(D,): the jitter ``cholesky_with_jitter`` would add to each noise-free pseudo-input Gram K_e(X~, X~). The
+    GP-SSM (M10) always carries ``zoo.gp.cholesky``'s relative jitter as part of the model it was trained as
+    (docs/sources/mchutchon.md#pseudo-inputs), so the predictor keeps it; this records whether it was needed."""
+    K = jax.vmap(lambda sf2, ell: SquaredExponential(sf2, ell)(g.pseudo_inputs))(g.signal_var, g.lengthscale)
+    return jax.vmap(lambda k: cholesky_with_jitter(k)[1])(K)
 
 
 def learn_dynamics(model: str, observed: dict, **options) -> tr.GPDynamics:
@@ -248,7 +274,10 @@ class LoopResult:
     """trials: every roll-out (random ones first); predicted (iterations,): the optimised predicted total cost;
     trial_costs (iterations,): true total cost of each policy's training roll-out; test_costs (iterations,
     num_tests): true total cost from other start states; success (iterations,): fraction of test trials swung up;
-    policies: the policy of every iteration; dynamics: the last model."""
+    policies: the policy of every iteration; dynamics: the last model; jitter (iterations, D): the jitter each
+    dynamics GP's factorisation needed (all 0: no Cholesky failure); learn_seconds, optimise_seconds (iterations,):
+    wall time of the dynamics training and of the policy optimisation (compilation included); lbfgs_steps
+    (iterations,); finite (iterations,): False when L-BFGS ended non-finite and the previous policy was kept."""
 
     trials: list = field(default_factory=list)
     predicted: list = field(default_factory=list)
@@ -257,6 +286,11 @@ class LoopResult:
     success: list = field(default_factory=list)
     policies: list = field(default_factory=list)
     dynamics: Any = None
+    jitter: list = field(default_factory=list)
+    learn_seconds: list = field(default_factory=list)
+    optimise_seconds: list = field(default_factory=list)
+    lbfgs_steps: list = field(default_factory=list)
+    finite: list = field(default_factory=list)
 
 
 def control_loop(
@@ -270,10 +304,12 @@ def control_loop(
     policy_kind: str = "rbf",
     num_basis: int = 50,
     dynamics_options: dict | None = None,
+    on_iteration: Callable[[LoopResult], None] | None = None,
 ) -> LoopResult:
     """PILCO's loop (Fig 4.2): ``num_random`` random roll-outs, then ``num_iterations`` times: learn ``model``,
     optimise the policy from the previous one, roll it out once on the plant (added to the data) and ``num_tests``
-    times more from other start states (not added). Defaults: 2 random roll-outs (lab code, M15)."""
+    times more from other start states (not added). Defaults: 2 random roll-outs (lab code, M15). ``on_iteration``
+    is called with the result so far after every iteration (to write partial results)."""
     if model not in MODELS:
         raise OptionError(f"dynamics model {model!r} unknown; choose one of {MODELS}.")
     key = jax.random.PRNGKey(seed)
@@ -287,15 +323,20 @@ def control_loop(
         raise OptionError(f"policy_kind {policy_kind!r} unknown; choose 'rbf' or 'linear'.")
     check_task(task, policy)
     options = dict(dynamics_options or {})
-    if model == "ar-gp":
-        options.setdefault("capacity", (num_random + num_iterations) * task.horizon)
     out = LoopResult()
     for _ in range(num_random):
         key, k = jax.random.split(key)
         out.trials.append(rollout(task, None, k, len(out.trials), out.trials))
     for _ in range(num_iterations):
-        dyn = learn_dynamics(model, plant.trials_as_data(out.trials), **options)
+        start = time.perf_counter()
+        dyn = jax.block_until_ready(learn_dynamics(model, plant.trials_as_data(out.trials), **options))
+        learned = time.perf_counter()
         fit = optimise_policy(dyn, policy, task, max_steps=max_steps)
+        out.learn_seconds.append(learned - start)
+        out.optimise_seconds.append(time.perf_counter() - learned)
+        out.jitter.append(np.asarray(dyn.jitter).tolist())
+        out.lbfgs_steps.append(fit.steps)
+        out.finite.append(fit.finite)
         policy = fit.policy
         key, k, k_test = jax.random.split(key, 3)
         trial = rollout(task, policy, k, len(out.trials), out.trials)
@@ -307,4 +348,6 @@ def control_loop(
         out.success.append(float(np.mean([swung_up(task, t) for t in tests])))
         out.policies.append(policy)
         out.dynamics = dyn
+        if on_iteration is not None:
+            on_iteration(out)
     return out

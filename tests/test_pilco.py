@@ -211,3 +211,32 @@ def test_bad_input_is_refused_before_compiling(setting):
         pilco.optimise_policy(dyn, policies.init_linear(jax.random.PRNGKey(0), 3), plant.SwingUp())
     with pytest.raises(OptionError, match="dynamics model"):
         pilco.control_loop(plant.SwingUp(), model="arx")
+
+
+def test_precomputed_variance_weights_give_the_same_moments(setting):
+    """The trajectory forms W = K^{-1} - B B^T once (moments.variance_weights); the moments must equal the per-call
+    solve's to rounding (both use the same Cholesky factor)."""
+    dyn, _ = setting
+    mu, F = jnp.array([0.1, -0.2, 0.3, 0.4, 2.0]), 0.3 * jax.random.normal(jax.random.PRNGKey(13), (5, 5))
+    S = F @ F.T + 0.02 * jnp.eye(5)
+    a = moments.predict_moments(dyn.predictor, mu, S, dyn.mean_fn)
+    b = moments.predict_moments(dyn.predictor, mu, S, dyn.mean_fn, moments.variance_weights(dyn.predictor))
+    for x, y in zip(a, b, strict=True):
+        np.testing.assert_allclose(x, y, rtol=1e-9, atol=1e-12)
+
+
+def test_noisy_dynamics_gp_factorises_without_jitter(setting):
+    """A GP with noise needs no jitter (recorded 0); a Gram matrix that cannot factorise (a duplicated input and a
+    negative 'noise': an eigenvalue near -1e-3) records the jitter that the retry added."""
+    X = jax.random.normal(jax.random.PRNGKey(14), (10, 5))
+    R = jax.random.normal(jax.random.PRNGKey(15), (10, 4))
+    _, jitter = moments.exact_gp_predictor_with_jitter(X, R, 0.2, 1.0, 0.01)
+    np.testing.assert_array_equal(jitter, 0.0)
+    X2 = jnp.concatenate([X, X[:1]])
+    _, jitter = moments.exact_gp_predictor_with_jitter(X2, jnp.concatenate([R, R[:1]]), 0.2, 1.0, -1e-3)
+    assert np.all(np.asarray(jitter) > 0.0)
+
+
+def test_bucketed_padding_sizes():
+    assert [pilco.bucketed(n, 100) for n in (1, 100, 101, 250)] == [100, 100, 200, 300]
+    assert pilco.bucketed(37, 0) == 37

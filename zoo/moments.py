@@ -97,6 +97,19 @@ def exact_gp_predictor(X: Array, Y: Array, variance: Array, lengthscale: Array, 
     and pseudo-targets as Y this is the pseudo-point GP of the direct method (McHutchon eq. 3.78; the expected
     variance then uses K(X~, X~)^{-1}); ``zoo.gp.cholesky`` adds its relative jitter as ``zoo.gp.predict`` does.
     """
+    return _exact_gp_predictor(X, Y, variance, lengthscale, noise_var, lambda K: (gp.cholesky(K), 0.0))[0]
+
+
+def exact_gp_predictor_with_jitter(
+    X: Array, Y: Array, variance: Array, lengthscale: Array, noise_var: Array
+) -> tuple[SEPredictor, Array]:
+    """``exact_gp_predictor`` factorising K_a + sn2_a I without jitter unless that fails
+    (``zoo.gp.cholesky_with_jitter``): returns (predictor, jitter (E,)), the absolute jitter each output needed (0.0
+    when none). For a GP with noise, whose Gram matrix is positive definite unless rounding says otherwise."""
+    return _exact_gp_predictor(X, Y, variance, lengthscale, noise_var, gp.cholesky_with_jitter)
+
+
+def _exact_gp_predictor(X, Y, variance, lengthscale, noise_var, factorise) -> tuple[SEPredictor, Array]:
     X = as_inputs(X)
     Y = jnp.asarray(Y, dtype=float)
     Y = Y[:, None] if Y.ndim == 1 else Y
@@ -108,12 +121,12 @@ def exact_gp_predictor(X: Array, Y: Array, variance: Array, lengthscale: Array, 
 
     def one_output(sf2, ell, sn2, y):
         K = SquaredExponential(sf2, ell)(X) + sn2 * jnp.eye(X.shape[0])
-        L = gp.cholesky(K)
-        return cho_solve((L, True), y), L
+        L, added = factorise(K)
+        return cho_solve((L, True), y), L, jnp.asarray(added, dtype=float)
 
-    beta, chol = jax.vmap(one_output)(variance, lengthscale, noise_var, Y.T)
+    beta, chol, added = jax.vmap(one_output)(variance, lengthscale, noise_var, Y.T)
     inputs = jnp.broadcast_to(X, (n_out, *X.shape))
-    return SEPredictor(inputs, beta, chol, jnp.zeros((n_out, X.shape[0], 0)), variance, lengthscale)
+    return SEPredictor(inputs, beta, chol, jnp.zeros((n_out, X.shape[0], 0)), variance, lengthscale), added
 
 
 def sparse_gp_predictor(
@@ -253,15 +266,32 @@ def _expected_kernel_product(
     return jnp.exp(log_ka[:, None] + log_kb[None, :] - log_det + 0.5 * quad)
 
 
+def variance_weights(predictor: SEPredictor) -> Array:
+    """W_a = K_a^{-1} - B_a B_a^T (E, M, M), formed from the Cholesky factor by triangular solves against I.
+
+    For repeated ``predict_moments`` calls with one predictor (a trajectory of T steps): E[s_a(x)] = sf2_a -
+    sum_ij W_a,ij Q_aa,ij needs every entry of W_a against every entry of Q_aa, so forming W_a once (O(M^3)) and
+    taking an elementwise product per call (O(M^2)) replaces a solve against the M x M matrix Q_aa per call (O(M^3));
+    docs/sources/mchutchon.md#pilco-speed. Both use the same factor, so the rounding is that of the solve."""
+    M = predictor.chol.shape[-1]
+    inverse = jax.vmap(lambda L: cho_solve((L, True), jnp.eye(M)))(predictor.chol)
+    return inverse - jnp.einsum("emr,enr->emn", predictor.post_sqrt, predictor.post_sqrt)
+
+
 def predict_moments(
-    predictor: SEPredictor, mu: Array, Sigma: Array, mean_fn: LinearMean | None = None
+    predictor: SEPredictor,
+    mu: Array,
+    Sigma: Array,
+    mean_fn: LinearMean | None = None,
+    weights: Array | None = None,
 ) -> GaussianInputMoments:
     """Exact mean (E,), covariance (E, E) and input-output covariance Cov[x, f(x)] (D, E) of f(x), x ~ N(mu, Sigma).
 
     mu: (D,); Sigma: (D, D) symmetric PSD (not checked here, so this stays traceable: call
     ``check_gaussian_input`` on user input). The covariance is of the latent f: add diag(noise) for an observation.
     mean_fn: optional linear mean m(x) = A x + b (docs/sources/mchutchon.md#linear-mean): mean += A mu + b,
-    cov += A Sigma A^T + A C + C^T A^T, input_output += Sigma A^T.
+    cov += A Sigma A^T + A C + C^T A^T, input_output += Sigma A^T. weights: ``variance_weights(predictor)``
+    precomputed (E, M, M), for many calls with one predictor; the result is the same.
     """
     nu = predictor.inputs - mu  # (E, M, D)
     q, gain_nu = jax.vmap(_expected_kernel, in_axes=(0, 0, 0, None))(
@@ -280,7 +310,10 @@ def predict_moments(
         return sf2 - jnp.trace(cho_solve((L, True), Qaa)) + jnp.sum(B * (Qaa @ B))
 
     Q_diag = jnp.diagonal(Q, axis1=0, axis2=1).transpose(2, 0, 1)  # (E, M, M)
-    e_var = jax.vmap(expected_variance)(predictor.variance, predictor.chol, predictor.post_sqrt, Q_diag)
+    if weights is None:
+        e_var = jax.vmap(expected_variance)(predictor.variance, predictor.chol, predictor.post_sqrt, Q_diag)
+    else:
+        e_var = predictor.variance - jnp.sum(weights * Q_diag, (-2, -1))
     cov = cov + jnp.diag(e_var)
     cov = 0.5 * (cov + cov.T)
 

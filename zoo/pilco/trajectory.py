@@ -30,12 +30,21 @@ Array = Any
 
 class GPDynamics(NamedTuple):
     """predictor: SE-GP over [x; u] (D outputs); mean_fn: linear mean; noise_var (D,) added to every prediction;
-    obs_var (D,): the observation noise the controller sees."""
+    obs_var (D,): the observation noise the controller sees; weights: ``moments.variance_weights(predictor)``
+    (D, M, M) or None (then formed once per trajectory, ``with_weights``); jitter (D,): what the factorisation of
+    each output's Gram matrix needed (0: none; ``zoo.gp.cholesky_with_jitter``)."""
 
     predictor: moments.SEPredictor
     mean_fn: moments.LinearMean
     noise_var: Array
     obs_var: Array
+    weights: Array | None = None
+    jitter: Array | None = None
+
+
+def with_weights(dyn: GPDynamics) -> GPDynamics:
+    """``dyn`` with the expected-variance weights formed (once per model, not once per step)."""
+    return dyn if dyn.weights is not None else dyn._replace(weights=moments.variance_weights(dyn.predictor))
 
 
 def state_action(dyn: GPDynamics, policy, u_max: float, m: Array, S: Array) -> tuple[Array, Array]:
@@ -49,13 +58,14 @@ def state_action(dyn: GPDynamics, policy, u_max: float, m: Array, S: Array) -> t
 def mm_step(dyn: GPDynamics, policy, u_max: float, m: Array, S: Array) -> tuple[Array, Array]:
     """x_{t+1} ~ N(mean (D,), cov (D, D)) from x_t ~ N(m, S) (eq. 4.22)."""
     mj, Sj = state_action(dyn, policy, u_max, m, S)
-    mm = moments.predict_moments(dyn.predictor, mj, Sj, dyn.mean_fn)
+    mm = moments.predict_moments(dyn.predictor, mj, Sj, dyn.mean_fn, dyn.weights)
     cov = mm.cov + jnp.diag(dyn.noise_var)
     return mm.mean, 0.5 * (cov + cov.T)
 
 
 def mm_trajectory(dyn: GPDynamics, policy, u_max: float, cost, m0: Array, S0: Array, horizon: int):
     """Moment-matched state marginals means (T, D), covs (T, D, D) of x_1..x_T and expected costs (T,)."""
+    dyn = with_weights(dyn)
 
     def step(carry, _):
         m, S = mm_step(dyn, policy, u_max, *carry)
