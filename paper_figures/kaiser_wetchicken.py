@@ -7,8 +7,8 @@ one assignment per transition), heteroscedastic noise (noise variance s_kp^2 exp
 SE assignment GPs, noise floor 1e-4 (variance), M = 50 inducing inputs (k-means of the inputs) per GP, the paper's
 objective (no q(a) entropy), Concrete temperature 0.5, modes started at the outputs' quantiles (``mode_init=
 "levels"``), Adam (lr 0.01 cosine-decayed to 5 %), minibatches of 500 for N > 500, through ``inference.run``
-(engine ``svi``, the model's guide). K = 1 is the GP baseline (its one mode is a GP with heteroscedastic noise:
-the thesis's "standard GP" may be homoscedastic; docs/sources/kaiser.md#wet-chicken-baselines).
+(engine ``svi``, the model's guide). K = 1 is the GP baseline: one mode, homoscedastic noise
+(docs/sources/kaiser.md#wet-chicken-baselines).
 
 Policy search (``inference.policy_search``, eqs. 5.10-5.13): a 2 x 20 ReLU MLP with tanh outputs, T = 5,
 P = 20 roll-outs per iteration from states of the training data, gamma = 0.9, Adam lr 1e-3; each transition samples
@@ -19,10 +19,18 @@ sigmoid units, greedy over a 5 x 5 action grid (docs/sources/kaiser.md#wet-chick
 Return (docs/sources/kaiser.md#wet-chicken-return; the thesis does not define it): the mean per-step reward x_t of
 10-step roll-outs of the policy in the true simulator from 2000 uniform start states. This calibrates a uniformly
 random policy to 1.46 (the thesis: "about 1.5"); we also report the long-run mean reward of 100-step roll-outs from
-(0, 0) ("return_long"). BNN+LV is not in the zoo (published numbers only). Runs differ in the data, the model's
-and the policy's initial values (seed = run index). Full-run results: kaiser_wetchicken_full_runs.md.
+(0, 0) ("return_long"), its fall probability per step, and the objective (5.12) measured in the true simulator.
+BNN+LV is not in the zoo (published numbers only). Runs differ in the data, the model's and the policy's initial
+values (seed = run index; the methods of one run share its data). Full-run results: kaiser_wetchicken_full_runs.md.
+
+The full run in chunks (one pinned command each; every finished unit cached in OUT/runs):
+    python -m paper_figures.kaiser_wetchicken cells OUT --n 250 --model 2 --seeds 0 1 2   # K = 2; 1 = GP; NFQ
+    python -m paper_figures.kaiser_wetchicken aggregate OUT    # tables and figures from the finished units
+    python -m paper_figures.kaiser_wetchicken anchor OUT       # the random policy under candidate returns
 """
 
+import argparse
+import csv
 from functools import partial
 from pathlib import Path
 
@@ -33,8 +41,8 @@ import numpy as np
 import inference
 import zoo
 from inference import nfq, policy_search
-from inference.files.resumable import cached
-from inference.files.tables import mean_and_se, read_published, write_comparison, write_csv
+from inference.files.resumable import cached, load_cached
+from inference.files.tables import markdown_table, mean_and_se, read_published, write_comparison, write_csv
 from zoo import dagp
 from zoo.dagp import transition
 from zoo.data import wetchicken as wc
@@ -43,6 +51,7 @@ DESCRIPTION = "Kaiser 2021 Tables 5.1/5.3, Figs 5.4-5.6: Wet-Chicken policy sear
 STATE_SCALE = jnp.array([wc.LENGTH, wc.WIDTH])
 POLICY_SIZES = (2, 20, 20, 2)
 EVAL_STARTS, EVAL_HORIZON, LONG_EPISODES, LONG_HORIZON = 2000, 10, 500, 100
+SCORES = ("return", "return_long", "fall_rate", "true_objective")
 
 
 def settings(quick: bool) -> dict:
@@ -76,14 +85,19 @@ def training_data(n: int, seed: int, m: int) -> dict:
 
 
 def evaluate(policy, seed: int) -> dict:
-    """The return (mean per-step reward, 10 steps from uniform starts), the long-run return (100 steps from (0, 0))
-    and the long run's fall rate per step, all in the true simulator."""
+    """In the true simulator: the return (mean per-step reward, 10 steps from uniform starts), the long-run return
+    (100 steps from (0, 0)), the long run's fall probability per step, and the policy search's own objective (5.12),
+    sum_{t=0}^T gamma^t r_t from uniform starts (what the model's estimate ``model_return`` estimates)."""
     key = jax.random.PRNGKey(7000 + seed)
     starts = wc.uniform_states(jax.random.fold_in(key, 1), EVAL_STARTS)
     short = wc.mean_reward(policy, starts, jax.random.fold_in(key, 2), EVAL_HORIZON)
     zero = jnp.zeros((LONG_EPISODES, 2))
-    long = wc.mean_reward(policy, zero, jax.random.fold_in(key, 3), LONG_HORIZON)
-    return {"return": float(short.mean()), "return_long": float(long.mean())}
+    long, falls = wc.rollout(policy, zero, jax.random.fold_in(key, 3), LONG_HORIZON)
+    ps = policy_search.PolicySettings()
+    rewards, _ = wc.rollout(policy, starts, jax.random.fold_in(key, 4), ps.horizon + 1)
+    objective = (ps.discount ** jnp.arange(ps.horizon + 1)[:, None] * rewards).sum(0)
+    return {"return": float(short.mean()), "return_long": float(long.mean()), "fall_rate": float(falls.mean()),
+            "true_objective": float(objective.mean())}  # fmt: skip
 
 
 def run_dagp(n: int, seed: int, num_modes: int, s: dict) -> dict:
@@ -116,22 +130,105 @@ def run_nfq(n: int, seed: int, s: dict) -> dict:
     )
     grid = nfq.action_grid(settings_.grid_points)
     scores = evaluate(lambda states, _: nfq.greedy_actions(params, states, grid, STATE_SCALE), seed)
-    return {**scores, "bellman_residual": float(residuals[-1])}
+    return {**scores, "bellman_residual": float(residuals[-1]), "policy": params}
+
+
+def policy_of(unit, params):
+    """The policy a unit's result stores, as policy(states (E, 2), key) -> actions (E, 2)."""
+    if unit == "NFQ":
+        grid = nfq.action_grid(nfq.NfqSettings().grid_points)
+        return lambda states, _: nfq.greedy_actions(params, states, grid, STATE_SCALE)
+    return lambda states, _: policy_search.policy_actions(params, states, STATE_SCALE)
+
+
+def random_policy(states, key):
+    """Uniformly random actions in [-1, 1]^2 (the thesis: a return of about 1.5)."""
+    return jax.random.uniform(key, states.shape, minval=-1.0, maxval=1.0)
 
 
 def random_policy_return() -> dict:
-    """The sanity anchor: uniformly random actions (the thesis: a return of about 1.5)."""
-    return evaluate(lambda states, key: jax.random.uniform(key, states.shape, minval=-1.0, maxval=1.0), 0)
+    """The sanity anchor: the random policy's scores (``evaluate``)."""
+    return evaluate(random_policy, 0)
+
+
+def feedback_policy(x_target: float, y_target: float):
+    """Aim the expected next state at (x_target, y_target): a_x cancels the drift -0.5 + v, a_y steps towards
+    y_target, both clipped to [-1, 1] (a hand-made yardstick for the return's scale, not from the thesis)."""
+
+    def policy(states, _):
+        x, y = states[..., 0], states[..., 1]
+        a_x = (x_target - x + 0.5 - 3.0 * y / wc.WIDTH) / 1.5
+        return jnp.clip(jnp.stack([a_x, y_target - y], -1), -1.0, 1.0)
+
+    return policy
+
+
+def return_definitions(policy, starts: int = 20_000, seed: int = 0) -> dict:
+    """A policy's score under the candidate definitions of the thesis's undefined "expected return"
+    (docs/sources/kaiser.md#wet-chicken-return): per-step means over 10 or 6 steps from uniform starts, the
+    discounted 6-term sum of (5.12) raw and divided by sum gamma^t, (1 - gamma) times the discounted sum over 100
+    steps, the long-run mean (steps 100-999 from (0, 0)) and its fall probability per step."""
+    key = jax.random.PRNGKey(seed)
+    gamma = policy_search.PolicySettings().discount
+    uniform, _ = wc.rollout(
+        policy, wc.uniform_states(jax.random.fold_in(key, 1), starts), jax.random.fold_in(key, 2), 100
+    )
+    long, falls = wc.rollout(policy, jnp.zeros((starts, 2)), jax.random.fold_in(key, 3), 1000)
+    weights = gamma ** jnp.arange(100)[:, None]
+    return {
+        "mean 10 steps": uniform[:10].mean(),
+        "mean 6 steps": uniform[:6].mean(),
+        "(5.12) sum": (weights[:6] * uniform[:6]).sum(0).mean(),
+        "(5.12) / sum gamma^t": (weights[:6] * uniform[:6]).sum(0).mean() / weights[:6].sum(),
+        "(1 - gamma) discounted": (1 - gamma) * (weights * uniform).sum(0).mean(),
+        "long-run mean": long[100:].mean(),
+        "falls per step": falls[100:].mean(),
+    }
+
+
+def anchor_table(out: Path) -> str:
+    """The random policy and a grid of feedback policies under every candidate definition: out/anchor.csv, and the
+    Markdown rows of the random policy and of the best feedback policy."""
+    rows = [{"policy": "random"} | return_definitions(random_policy)]
+    for x_target in np.arange(1.0, 5.01, 0.5):
+        for y_target in np.arange(0.0, 5.01, 0.5):
+            policy = feedback_policy(float(x_target), float(y_target))
+            rows.append({"policy": f"feedback x* = {x_target:g}, y* = {y_target:g}"} | return_definitions(policy))
+    rows = [{k: float(v) if k != "policy" else v for k, v in row.items()} for row in rows]
+    write_csv(Path(out) / "anchor.csv", rows)
+    best = max(rows[1:], key=lambda r: r["mean 10 steps"])
+    return markdown_table([rows[0], best])
 
 
 def unit_name(unit) -> str:
     return "NFQ" if unit == "NFQ" else f"K={unit}"
 
 
+def unit_key(n: int, seed: int, unit, s: dict) -> tuple[str, tuple]:
+    """A unit's cache label and the key of everything that determines its result."""
+    shared = sorted((k, v) for k, v in s.items() if k not in ("sizes", "runs", "modes"))
+    return f"n{n}-run{seed}-{unit_name(unit)}", (n, seed, unit, shared)
+
+
 def run_unit(n: int, seed: int, unit, s: dict, folder: Path | None):
-    key = (n, seed, unit, sorted((k, v) for k, v in s.items() if k not in ("sizes", "runs", "modes")))
     compute = partial(run_nfq, n, seed, s) if unit == "NFQ" else partial(run_dagp, n, seed, unit, s)
-    return cached(folder, f"n{n}-run{seed}-{unit_name(unit)}", key, compute)
+    return cached(folder, *unit_key(n, seed, unit, s), compute)
+
+
+def run_cells(out: Path, n: int, unit, seeds, quick: bool = False) -> None:
+    """The full run in chunks (one pinned command each): the units (n, seed, unit) for these seeds, each cached in
+    ``out/runs``, a row per unit appended to ``out/cells.csv``; ``main(..., aggregate_only=True)`` then builds the
+    tables from every finished unit."""
+    out, s = Path(out), settings(quick)
+    path = out / "cells.csv"
+    rows = list(csv.DictReader(path.open())) if path.exists() else []
+    for seed in seeds:
+        result, wall = run_unit(n, seed, unit, s, out / "runs")
+        scores = {k: result[k] for k in SCORES if k in result}
+        rows.append({"N": n, "run": seed, "model": unit_name(unit), "s": wall, **scores,
+                     "model_return": result.get("model_return")})  # fmt: skip
+        print(rows[-1], flush=True)
+        write_csv(path, rows)
 
 
 def units(s: dict) -> list:
@@ -145,19 +242,27 @@ def units(s: dict) -> list:
     return order
 
 
-def main(quick: bool, out: Path, sizes: tuple[int, ...] | None = None) -> None:
-    """Every unit of ``units``; sizes: work only these N (e.g. one background process per core, sharing the
-    cache folder ``out/runs``)."""
+def main(quick: bool, out: Path, sizes: tuple[int, ...] | None = None, aggregate_only: bool = False) -> None:
+    """Every unit of ``units``; sizes: work only these N. aggregate_only: compute nothing, tabulate the units that
+    finished in ``out/runs`` (written there by ``run_cells``); a unit saved before a score was added is
+    re-evaluated with ``evaluate``."""
     out = Path(out)
     s = settings(quick) | ({"sizes": tuple(sizes)} if sizes else {})
     rows, results, wall = [], {}, 0.0
     for n, seed, unit in units(s):
-        result, unit_wall = run_unit(n, seed, unit, s, None if quick else out / "runs")
+        if aggregate_only:
+            loaded = load_cached(out / "runs", *unit_key(n, seed, unit, s))
+            if loaded is None:
+                continue
+            result, unit_wall = loaded
+            if any(k not in result for k in SCORES):
+                result = result | evaluate(policy_of(unit, result["policy"]), seed)
+        else:
+            result, unit_wall = run_unit(n, seed, unit, s, None if quick else out / "runs")
         results[(n, seed, unit)] = result
         wall += unit_wall
-        rows.append({"N": n, "run": seed, "model": unit_name(unit), "return": result["return"],
-                     "return_long": result["return_long"], "model_return": result.get("model_return"),
-                     "s": unit_wall})  # fmt: skip
+        rows.append({"N": n, "run": seed, "model": unit_name(unit)} | {k: result[k] for k in SCORES}
+                    | {"model_return": result.get("model_return"), "s": unit_wall})  # fmt: skip
         print(rows[-1], flush=True)
         write_csv(out / "numbers.csv", rows)  # after every unit: a stopped full run keeps what it finished
     anchor = random_policy_return()
@@ -193,7 +298,8 @@ def comparison(rows: list[dict]) -> list[dict]:
         else:
             mean, se = mean_and_se([r["return"] for r in values])
             long_mean, _ = mean_and_se([r["return_long"] for r in values])
-            ours = f"{mean:.2f} +- {se:.2f} ({len(values)} runs; long-run {long_mean:.2f})"
+            falls = 100 * np.mean([r["fall_rate"] for r in values])
+            ours = f"{mean:.2f} +- {se:.2f} ({len(values)} runs; long-run {long_mean:.2f}, falls {falls:.0f} %/step)"
         table.append({"table": p["table"], "N": p["N"], "model": p["model"], "published": f"{p['mean']} +- {p['se']}",
                       "ours": ours, "note": p["note"]})  # fmt: skip
     return table
@@ -276,3 +382,24 @@ def plot_policy(out: Path, params, title: str) -> None:
     fig.tight_layout()
     fig.savefig(out / "kaiser_wetchicken_policy.png", dpi=110)
     plt.close(fig)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description="The full run in chunks: run some units, or tabulate the finished.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    cells = commands.add_parser("cells", help="run the units (N, seed, model) for some seeds (cached in OUT/runs)")
+    cells.add_argument("out", type=Path)
+    cells.add_argument("--n", type=int, required=True)
+    cells.add_argument("--model", required=True, help="the number of modes K (1 = GP, 2 = DAGP, ...) or NFQ")
+    cells.add_argument("--seeds", type=int, nargs="+", required=True)
+    aggregate = commands.add_parser("aggregate", help="tables and figures from the finished units in OUT/runs")
+    aggregate.add_argument("out", type=Path)
+    anchor = commands.add_parser("anchor", help="random and feedback policies under the candidate returns")
+    anchor.add_argument("out", type=Path)
+    args = parser.parse_args()
+    if args.command == "cells":
+        run_cells(args.out, args.n, "NFQ" if args.model.upper() == "NFQ" else int(args.model), args.seeds)
+    elif args.command == "aggregate":
+        main(False, args.out, aggregate_only=True)
+    else:
+        print(anchor_table(args.out))

@@ -20,7 +20,7 @@ def cached(folder: Path | None, label: str, key: object, compute: Callable[[], A
     """``compute()``'s result and its wall time (s): loaded from ``folder/<label>-<hash of key>.pkl`` when it
     finished before, else computed and saved there atomically (an interrupted run never leaves half a file).
     ``folder=None`` never caches. Delete the folder to recompute."""
-    path = folder / f"{label}-{hashlib.sha1(repr(key).encode()).hexdigest()[:10]}.pkl" if folder else None
+    path = cache_path(folder, label, key) if folder else None
     if path is not None and path.exists():
         print(f"{label}: reusing {path}", flush=True)
         return pickle.loads(path.read_bytes())
@@ -30,3 +30,14 @@ def cached(folder: Path | None, label: str, key: object, compute: Callable[[], A
         folder.mkdir(parents=True, exist_ok=True)
         atomic_write_bytes(path, pickle.dumps(result))
     return result
+
+
+def cache_path(folder: Path, label: str, key: object) -> Path:
+    """Where ``cached`` keeps the unit ``label`` whose result is determined by ``key``."""
+    return folder / f"{label}-{hashlib.sha1(repr(key).encode()).hexdigest()[:10]}.pkl"
+
+
+def load_cached(folder: Path, label: str, key: object) -> tuple[Any, float] | None:
+    """A finished unit's (result, wall time) as ``cached`` saved it, or None when it has not finished."""
+    path = cache_path(folder, label, key)
+    return pickle.loads(path.read_bytes()) if path.exists() else None

@@ -72,13 +72,21 @@ def batch_transitions(key, n: int) -> tuple[Array, Array, Array]:
     return s, a, step(s, a, k_step)
 
 
-def mean_reward(policy, start: Array, key, horizon: int) -> Array:
-    """Mean per-step reward (1/H) sum_{t<H} r(s_t) of roll-outs in the true system from each start state (E, 2):
-    (E,). policy(states (E, 2), key) -> actions (E, 2). The evaluation of docs/sources/kaiser.md#wet-chicken-return."""
+def rollout(policy, start: Array, key, horizon: int) -> tuple[Array, Array]:
+    """Roll-outs of ``policy`` in the true system from each start state (E, 2) for ``horizon`` steps: the rewards
+    r(s_t) and the fall probabilities P(fall | s_t, a_t) (closed form) of t = 0..horizon-1, each (horizon, E).
+    policy(states (E, 2), key) -> actions (E, 2)."""
 
     def one(s, k):
         k_a, k_s = jax.random.split(k)
-        return step(s, policy(s, k_a), k_s), reward(s)
+        a = policy(s, k_a)
+        return step(s, a, k_s), (reward(s), fall_probability(s, a))
 
-    _, rewards = jax.lax.scan(one, start, jax.random.split(key, horizon))
-    return rewards.mean(0)
+    _, (rewards, falls) = jax.lax.scan(one, start, jax.random.split(key, horizon))
+    return rewards, falls
+
+
+def mean_reward(policy, start: Array, key, horizon: int) -> Array:
+    """Mean per-step reward (1/H) sum_{t<H} r(s_t) of roll-outs in the true system from each start state (E, 2):
+    (E,). The evaluation of docs/sources/kaiser.md#wet-chicken-return."""
+    return rollout(policy, start, key, horizon)[0].mean(0)
