@@ -10,8 +10,9 @@ its ML-II value, q = P(theta < theta_ML | y), and call it inside the bulk when 0
 maximises p(y | theta) and the posterior adds the prior, so q near 0.5 is not expected exactly; a value outside the
 bulk says the BIC score was taken at a point the posterior finds atypical (docs/sources/duvenaud.md#nuts-check).
 
-Full: search to depth 3 with 2 restarts; NUTS 2 chains x (500 warm-up + 500 draws). Quick: depth 1, base SE and
-Lin, one restart; NUTS 1 chain x (100 + 100).
+Full: search to depth 3 with 2 restarts; NUTS 2 chains x (300 warm-up + 300 draws), trees of at most 2^7 - 1
+leapfrog steps (the cost cap of one core's slot). Quick: depth 1, base SE and Lin, one restart; NUTS 1 chain x
+(100 + 100), trees of at most 63 steps.
 """
 
 from pathlib import Path
@@ -30,8 +31,8 @@ from zoo.data import tsdl
 from zoo.kernels import with_values
 
 DESCRIPTION = "Duvenaud ch. 3 (beyond): a searched kernel's ML-II hyperparameters against their NUTS posterior"
-FULL = {"base": ("SE", "Lin", "Per"), "depth": 3, "restarts": 2, "chains": 2, "warmup": 500, "samples": 500}
-QUICK = {"base": ("SE", "Lin"), "depth": 1, "restarts": 1, "chains": 1, "warmup": 100, "samples": 100}
+FULL = {"base": ("SE", "Lin", "Per"), "depth": 3, "restarts": 2, "chains": 2, "warmup": 300, "samples": 300, "tree": 7}
+QUICK = {"base": ("SE", "Lin"), "depth": 1, "restarts": 1, "chains": 1, "warmup": 100, "samples": 100, "tree": 6}
 BULK = (0.05, 0.95)
 
 
@@ -80,6 +81,7 @@ def main(quick: bool, out: Path) -> None:
         num_chains=settings["chains"],
         num_warmup=settings["warmup"],
         num_samples=settings["samples"],
+        max_num_doublings=settings["tree"],
     )
     rhat = az.rhat(idata.posterior) if settings["chains"] > 1 else {}
     draws_ll = draw_log_likelihoods(best, Xs, ys, idata)
