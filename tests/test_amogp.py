@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 import scipy.linalg as sla
 
-import inference  # noqa: F401  (before jax)
+import inference  # before jax
 import zoo
 from zoo.amogp import bound, layers, psi, sampling
 from zoo.errors import DataError, OptionError
@@ -254,3 +254,16 @@ def test_bad_options_and_data():
     spec.validate(zoo.Dataset(observed=good, test=one_output))
     with pytest.raises(DataError, match="output indices"):
         spec.validate(zoo.Dataset(observed=good, test=one_output | {"out": np.full(2, 3.0)}))
+
+
+def test_bad_data_fails_in_run_before_compiling():
+    """inference.run validates through AMOGPSpec.validate: a length mismatch (the registry's shape check) and output
+    indices outside 0..D-1 (``program.check_data``) are DataErrors raised before any program is traced, under both
+    engines' families."""
+    good = {"X": np.zeros((4, 1)), "out": np.array([0.0, 1.0, 0.0, 1.0]), "Z": np.zeros((2, 1)), "y": np.zeros(4)}
+    for family, engine, options in (("amogp", "nvc", {}), ("amogp/dsvi", "svi", {"guide": "model"})):
+        with pytest.raises(DataError, match="'out' has N=3"):
+            inference.run(family, good | {"out": np.array([0.0, 1.0, 1.0])}, engine=engine, num_steps=1, **options)
+        with pytest.raises(DataError, match="output indices"):
+            bad = good | {"out": np.array([0.0, 1.0, -1.0, 1.0])}
+            inference.run(family, bad, engine=engine, num_steps=1, **options)
