@@ -100,7 +100,7 @@ def main(quick: bool, out: Path) -> None:
                 "95 %": f"{high:.4g}",
                 "quantile of ML-II": round(q, 3),
                 "inside bulk": BULK[0] <= q <= BULK[1],
-                "R-hat": round(float(rhat[name].values), 3) if name in rhat else "-",
+                "R-hat": round(float(np.max(rhat[name].values)), 3) if name in rhat else "-",  # ARD sites are (1,)
             }
         )
         ax.hist(np.log(draws), bins=30, color="tab:blue", alpha=0.6)
