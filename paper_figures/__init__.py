@@ -31,6 +31,7 @@ SCRIPTS: list[str] = [
     "kaiser_dagp_cartpole",
     "kaiser_nvc_vs_dsvi",
     "kaiser_wetchicken",
+    "kaiser_amogp",
     "duvenaud_kernels",
     "duvenaud_additive_extrapolation",
     "duvenaud_concrete_additive",
