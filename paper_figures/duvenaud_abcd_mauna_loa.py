@@ -10,7 +10,7 @@ this series, sec. 3.6; WN is the model's noise), operators C.1-C.3 (add, multipl
 them kept (patience 3) since the figure shows each. The thesis's search also had the changepoint operators; we
 leave them out here for cost (each adds tens of candidates per depth), so our depth-k models are the best of the
 + / x / replace grammar only (docs/sources/duvenaud.md#fig-3-3). The thesis does not print the kernels of Fig 3.3;
-the notes' recollection of the 2013 paper (RQ, Per + RQ, SE x (Per + RQ)) is printed beside ours, as a
+a recollection of the 2013 paper (RQ, Per + RQ, SE x (Per + RQ)) is printed beside ours, as a
 recollection, not a published value. Full: the training months from 1980 on (the whole record was too slow,
 below), one restart, at most 150 L-BFGS steps per candidate (RQ's alpha drifts without bound on smooth data, so its
 fits run to the step limit). Quick: the training months from 1988 on, base SE and Per, depth 2, one restart,
@@ -32,7 +32,7 @@ from zoo import decomposition, gp
 from zoo.data import co2
 
 DESCRIPTION = "Duvenaud 2014 Figs 3.3-3.4: BIC search on Mauna Loa CO2 (statsmodels), depths 1-3, decomposition"
-RECOLLECTED = ("RQ", "Per + RQ", "SE x (Per + RQ)")  # notes sec. 3.2, "[EXTERNAL recollection, unverified]"
+RECOLLECTED = ("RQ", "Per + RQ", "SE x (Per + RQ)")  # unverified recollection (docs/sources/duvenaud.md#fig-3-3)
 # Full: the training months from 1980 on. On all 469 a candidate with two RQ terms took 206 s (RQ + SE 68 s; two
 # restarts, 150 steps): the three depths would not fit one core's 25-minute slot (mauna_loa_full_runs.md).
 FULL = {"from_year": 1980.0, "base": ("SE", "RQ", "Lin", "Per"), "depth": 3, "restarts": 1, "steps": 150}
@@ -119,7 +119,7 @@ def main(quick: bool, out: Path) -> None:
         f"statsmodels co2, monthly means, {len(x)} training months ({x[0]:.2f}-{x[-1]:.2f}), {len(data.x_test)} "
         f"held out ({data.x_test[0]:.2f}-{data.x_test[-1]:.2f}). Settings {settings}; search wall time "
         f"{result.wall_s:.0f} s for {len(result.trace)} fits. The thesis prints no kernel expressions for Fig 3.3 "
-        f"and no numbers; the third column is the notes' unverified recollection of the 2013 paper. The thesis's "
+        f"and no numbers; the third column is an unverified recollection of the 2013 paper. The thesis's "
         f"claim: depth 1 extrapolates poorly, depth 2 adds the periodic component, depth 3 captures most structure "
         f"and extrapolates reasonably (compare the held-out RMSEs).\n\n" + markdown_table(rows) + "\n\n"
         f"Fig 3.4 components of the depth-{deepest.depth} model: {', '.join(parts.names)}.\n",

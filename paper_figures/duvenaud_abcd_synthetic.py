@@ -6,7 +6,7 @@ kernel, and i.i.d. Gaussian noise is added at the given signal-to-noise ratio; t
 used) is run on the data, and its best kernel is printed next to the one the thesis found, row by row and seed by
 seed.
 
-Choices the thesis leaves open (docs/sources/duvenaud.md#table-3-2; notes ambiguity 7): inputs x ~ U[0, 1]^D (a
+Choices the thesis leaves open (docs/sources/duvenaud.md#table-3-2): inputs x ~ U[0, 1]^D (a
 series, D = 1, sorted); SNR = Var(f) / sigma_n^2 with Var(f) the sample variance of the drawn f; the true kernel's
 hyperparameters are drawn per seed (``true_kernel``): every variance 1, SE / RQ lengthscales log-uniform on
 [0.1, 0.5], RQ alpha log-uniform on [0.1, 1], Per period log-uniform on [0.1, 0.3] (3-10 periods in the unit range)
@@ -58,7 +58,7 @@ class Row(NamedTuple):
 
 
 # Table 3.2 transcribed, subscripts shifted from the thesis's 1-based to our 0-based columns. The last row's SNR-10
-# and SNR-1 entries are line-broken in the source; the reading is the notes' (docs/sources/duvenaud.md#table-3-2).
+# and SNR-1 entries are line-broken in the source; our reading: docs/sources/duvenaud.md#table-3-2.
 ROWS = (
     Row("SE + RQ", 1, ("SE", "SE x Per", "SE")),
     Row("Lin x Per", 1, ("Lin x Per", "Lin x Per", "SE")),
