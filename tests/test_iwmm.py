@@ -107,17 +107,22 @@ def test_gibbs_sweep_leaves_the_exact_partition_posterior_invariant():
     assert np.sum((counts - M * wrong) ** 2 / (M * wrong)) > threshold
 
 
-def test_program_and_view_give_the_same_log_density():
-    spec = zoo.get("iwmm", latent_dim=2, max_clusters=4)
-    view = spec.views["iwmm"]
-    rng = np.random.default_rng(4)
-    Y = jnp.asarray(rng.normal(size=(8, 3)))
+def _random_data_and_position(rng, num_points):
+    """Observations Y (num_points, 3) and an iWMM latent position with X (num_points, 2), drawn in that order."""
+    Y = jnp.asarray(rng.normal(size=(num_points, 3)))
     position = {
-        "X": jnp.asarray(rng.normal(size=(8, 2))),
+        "X": jnp.asarray(rng.normal(size=(num_points, 2))),
         "log_lengthscale": jnp.array([0.2, -0.1]),
         "log_variance": jnp.array(0.3),
         "log_noise": jnp.array(-2.0),
     }
+    return Y, position
+
+
+def test_program_and_view_give_the_same_log_density():
+    spec = zoo.get("iwmm", latent_dim=2, max_clusters=4)
+    view = spec.views["iwmm"]
+    Y, position = _random_data_and_position(np.random.default_rng(4), num_points=8)
     z = jnp.array([0, 0, 1, 1, 3, 3, 0, 1])
     program_value = jax.jit(lambda p: log_density(spec.program, (), {"Y": Y}, p)[0])(position | {"z": z})
     np.testing.assert_allclose(program_value, view.log_density(position, z, Y) + view.log_crp(z), rtol=1e-10)
@@ -145,14 +150,7 @@ def test_symmetry_moves_use_the_exact_jacobian_and_the_warp_does_not_see_them():
     the flattened (X, log theta) (here by forward-mode autodiff), the shift's 0; and the GP-LVM likelihood must not
     change under either (the reason the moves are cheap to accept), to rounding."""
     view = zoo.get("iwmm", latent_dim=2, max_clusters=4).views["iwmm"]
-    rng = np.random.default_rng(6)
-    Y = jnp.asarray(rng.normal(size=(7, 3)))
-    position = {
-        "X": jnp.asarray(rng.normal(size=(7, 2))),
-        "log_lengthscale": jnp.array([0.2, -0.1]),
-        "log_variance": jnp.array(0.3),
-        "log_noise": jnp.array(-2.0),
-    }
+    Y, position = _random_data_and_position(np.random.default_rng(6), num_points=7)
     flat, unflatten = jax.flatten_util.ravel_pytree(position)
     s, shift = 0.37, jnp.array([0.4, -1.1])
     moved, log_jacobian = view.rescaled(position, s)
