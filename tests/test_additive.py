@@ -180,6 +180,12 @@ def test_bad_input():
     X[:, 1] = 2.0
     with pytest.raises(DataError, match="constant"):
         bench.standardise(X, X[:, 0])
+    # gp/additive called directly (not through the loader): refused in validate, before anything is traced
+    with pytest.raises(DataError, match=r"column\(s\) \[1\] of X are constant"):
+        inference.run(zoo.get("gp/additive"), {"X": X, "y": X[:, 0]}, engine="ml2")
+    X[:, 1] += 1e-15 * np.arange(10)  # rounding-level spread is still constant; a real one is not
+    assert additive.constant_columns(X) == [1]
+    assert additive.constant_columns(points(10, 3)) == []
 
 
 def test_data_sets_and_splits():

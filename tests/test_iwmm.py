@@ -9,12 +9,13 @@ import numpy as np
 import pytest
 from numpyro.infer.util import log_density
 from scipy import stats
+from scipy.spatial.distance import cdist
 
 import inference  # noqa: F401
 import zoo  # noqa: F401  (float64 before jax)
 from inference.iwmm import gibbs_sweep
 from zoo.errors import DataError, OptionError
-from zoo.iwmm import gplvm, metrics, niw
+from zoo.iwmm import data, gplvm, metrics, niw
 
 
 def _partitions(n):
@@ -132,6 +133,16 @@ def test_rand_index():
     assert metrics.rand_index([0, 0, 1, 1], [5, 5, 2, 2]) == 1.0
     # pairs (01 02 03 12 13 23): same in a = (1,0,0,0,0,1), in b = (1,1,0,1,0,0): agree on 01, 03, 13
     assert metrics.rand_index([0, 0, 1, 1], [0, 0, 0, 1]) == 0.5
+
+
+def test_three_semi_arcs_are_separated():
+    """Noiseless 3-semi points lie on their arcs, so no two classes come closer than the arcs do: the two upper arcs
+    end to end, 2 (spacing - 1) = 0.4 apart (the lower arc is 0.46 from each). The old spacing 1 made them touch."""
+    Y, labels = data.load("3-semi")
+    assert Y.shape == (300, 2) and np.bincount(labels).tolist() == [100, 100, 100]
+    Y, labels = data.three_semi(np.random.default_rng(0), noise=0.0)
+    closest = min(cdist(Y[labels == a], Y[labels == b]).min() for a, b in ((0, 1), (0, 2), (1, 2)))
+    assert closest >= 2.0 * (data.SEMI_SPACING - 1.0) - 1e-12
 
 
 def test_bad_input_is_refused_before_compiling():

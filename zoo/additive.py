@@ -9,7 +9,8 @@ Sites: ``lengthscale`` (D,), ``variance`` (R,) (the order variances sigma_1^2..s
 LogNormal(0, 1) on lengthscales, LogNormal(-log(R C(D, n)), 1) on sigma_n^2 (so that a draw's prior variance
 sum_n sigma_n^2 C(D, n) is about 1 for standardised y), Normal(0, 1) on the mean, LogNormal(-2, 1) on the noise.
 ``initial_values`` gives the prior medians (the starting point the figure scripts hand to ``ml2``).
-X: (N, D), y: (N,).
+X: (N, D), y: (N,). A constant column of X is refused before compiling (``constant_columns``; the thesis does not
+say what to do with one: docs/sources/duvenaud.md#additive-constant-column).
 """
 
 from math import comb
@@ -23,7 +24,7 @@ from zoo import gp, kernels
 from zoo.errors import DataError
 from zoo.kernels.additive import Additive
 from zoo.options import Option
-from zoo.registry import ModelSpec, frozen, register_family
+from zoo.registry import Dataset, ModelSpec, frozen, register_family
 from zoo.regression import REGRESSION_SHAPES, simulate_regression
 
 MAX_ORDER_LIMIT = 10  # "For speed, we limited the maximum order of interaction to 10" (sec. 6.6)
@@ -40,6 +41,32 @@ def resolved_order(max_order: int | None, D: int) -> int:
             f"gp/additive: max_order {max_order} exceeds the {D} input columns of X (interaction orders run 1..D)."
         )
     return int(max_order)
+
+
+def constant_columns(X) -> list[int]:
+    """Indices of the columns of X (N, D) whose spread is zero up to rounding (1e-12 relative to their magnitude).
+
+    On such a column the SE base kernel is 1 for every pair, so its lengthscale leaves the likelihood and the orders
+    mix: e_n(z_1..z_{D-1}, 1) = e_n(z_1..z_{D-1}) + e_{n-1}(z_1..z_{D-1}), one order's variance standing in for
+    another's (and order 1 for the constant mean)."""
+    X = np.asarray(X, dtype=float)
+    spread = np.ptp(X, axis=0)
+    return np.flatnonzero(spread <= 1e-12 * np.maximum(1.0, np.abs(X).max(axis=0))).tolist()
+
+
+class AdditiveSpec(ModelSpec):
+    """A ModelSpec whose ``validate`` also refuses a constant input column (``constant_columns``) before compiling."""
+
+    def validate(self, data) -> Dataset:
+        dataset = super().validate(data)
+        X = dataset.observed["X"]
+        constant = constant_columns(X) if X.shape[0] > 1 else []
+        if constant:
+            raise DataError(
+                f"gp/additive: input column(s) {constant} of X are constant; their SE base kernel is 1 everywhere, so "
+                "the lengthscale is unidentified and the interaction orders are confounded. Drop the column(s)."
+            )
+        return dataset
 
 
 def order_variance_locations(R: int, D: int) -> np.ndarray:
@@ -103,7 +130,7 @@ def _gp_additive(max_order: int | None) -> ModelSpec:
     def program(X, y=None):
         additive_regression(X, y, max_order)
 
-    return ModelSpec(
+    return AdditiveSpec(
         name="gp/additive",
         summary=f"Additive GP regression, orders 1..{max_order or 'min(D, 10)'}, SE bases, constant mean",
         source=SOURCE,

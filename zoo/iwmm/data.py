@@ -23,14 +23,21 @@ def two_curve(rng: np.random.Generator, per_curve: int = 50, noise: float = 0.03
     return _labelled(rng, arcs, noise)
 
 
-def three_semi(rng: np.random.Generator, per_semi: int = 100, noise: float = 0.05):
-    """Three interleaved unit half-circles (make_moons extended to three): upper at (0, 0), lower at (1, 0.5),
-    upper at (2, 0); 100 points each."""
+# Centre-to-centre x spacing of neighbouring 3-semi arcs. make_moons' spacing 1 makes the two upper arcs of a chain of
+# three share the end point (1, 0); 1.2 leaves every pair of noiseless arcs >= 0.40 apart (8 noise sds), close to
+# make_moons' own 0.5 between its two arcs (docs/sources/duvenaud.md#iwmm-data).
+SEMI_SPACING = 1.2
+
+
+def three_semi(rng: np.random.Generator, per_semi: int = 100, noise: float = 0.05, spacing: float = SEMI_SPACING):
+    """Three interleaved unit half-circles, make_moons extended to three: upper centred at (0, 0), lower at
+    (spacing, 0.5), upper at (2 spacing, 0); 100 points each, uniform in angle. The thesis says only "three
+    non-linearly-separable clusters" (sec. 7.5.1; N = 300, C = 3 in Table 7.1): docs/sources/duvenaud.md#iwmm-data."""
     theta = rng.uniform(0.0, np.pi, (3, per_semi))
     semis = [
         np.stack([np.cos(theta[0]), np.sin(theta[0])], axis=1),
-        np.stack([1.0 - np.cos(theta[1]), 0.5 - np.sin(theta[1])], axis=1),
-        np.stack([2.0 + np.cos(theta[2]), np.sin(theta[2])], axis=1),
+        np.stack([spacing - np.cos(theta[1]), 0.5 - np.sin(theta[1])], axis=1),
+        np.stack([2.0 * spacing + np.cos(theta[2]), np.sin(theta[2])], axis=1),
     ]
     return _labelled(rng, semis, noise)
 
