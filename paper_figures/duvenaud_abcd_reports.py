@@ -11,11 +11,11 @@ on the extrapolation plot. Airline: the benchmark's split shipped in ``zoo/data/
 the thesis's series), not the benchmark's mean-centred ``03-mauna2003``.
 
 Fit: x and y standardised, ``gp/regression`` with the structure under ``ml2`` (L-BFGS) through ``inference.run``
-(``paper_figures._duvenaud.fit_ml2``), chain 0 started from data-scaled values (a yearly period, lengthscales of a few
-years; ``START``), further restarts jittered around it; the restart with the highest evidence is kept and rewritten
-in data units (``zoo.structure.rescale``). The report (``inference.structure_report``) is written per series as
-``<series>.html`` (self-contained) and ``<series>.md``. Full: every training point, 3 restarts, 1000 steps. Quick:
-Mauna Loa thinned to every 4th month, 1 restart, 150 steps.
+(``inference.structure_search.fit.fit_ml2``), chain 0 started from data-scaled values (a yearly period,
+lengthscales of a few years; ``START``), further restarts jittered around it; the restart with the highest evidence
+is kept and rewritten in data units (``zoo.structure.rescale``). The report (``inference.structure_report``) is
+written per series as ``<series>.html`` (self-contained) and ``<series>.md``. Full: every training point, 3
+restarts, 1000 steps. Quick: Mauna Loa thinned to every 4th month, 1 restart, 150 steps.
 Not reproduced: any Table 1 numbers (App. D prints Table 1 for solar irradiance only). The figure fixes the
 structures; ``python -m paper_figures.duvenaud_abcd_reports --search DEPTH --out DIR`` instead runs the structure
 search (``inference.structure_search.search``, BIC, on the same training points) and writes the reports of the
@@ -31,7 +31,8 @@ import numpy as np
 from inference.files.atomic import atomic_write_text
 from inference.files.tables import markdown_table, write_csv
 from inference.structure_report import report
-from paper_figures._duvenaud import fit_ml2, hyperparameters
+from inference.structure_search.fit import fit_ml2
+from paper_figures._duvenaud import hyperparameters
 from zoo import kernels
 from zoo.data import co2, tsdl
 from zoo.structure.describe import terms
@@ -115,9 +116,8 @@ def fit(setup: Setup, x: np.ndarray, y: np.ndarray, restarts: int, steps: int) -
         elif kind == "location":
             value = (value - x_shift) / x_scale
         start[site] = float(value)
-    result = fit_ml2(
-        setup.kernel, (x[:, None] - x_shift) / x_scale, (y - y_shift) / y_scale, restarts, steps, init=start
-    )
+    X_std, y_std = (x[:, None] - x_shift) / x_scale, (y - y_shift) / y_scale
+    result = fit_ml2(setup.kernel, X_std, y_std, restarts=restarts, num_steps=steps, init=start)
     kernel = scale_output(rescale_inputs(result.kernel, x_shift, x_scale), y_scale**2)
     return Fitted(kernel, result.noise * y_scale**2, float(y_shift), result.log_likelihood, hyperparameters(result))
 

@@ -23,7 +23,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from inference.files.tables import write_comparison, write_csv  # noqa: E402
-from paper_figures._duvenaud import fit_ml2, hyperparameters  # noqa: E402
+from inference.structure_search.fit import fit_ml2  # noqa: E402
+from paper_figures._duvenaud import hyperparameters  # noqa: E402
 from zoo import gp  # noqa: E402
 
 DESCRIPTION = (
@@ -64,7 +65,7 @@ def main(quick: bool, out: Path) -> None:
 
     rows, surfaces = [], {}
     for name, expression in KERNELS.items():
-        fit = fit_ml2(expression, jnp.asarray(X), jnp.asarray(y), restarts=restarts)
+        fit = fit_ml2(expression, jnp.asarray(X), jnp.asarray(y), restarts=restarts, num_steps=500)
         post = gp.predict(fit.kernel, jnp.asarray(X), jnp.asarray(y), fit.noise, jnp.asarray(G), full_cov=False)
         mean, sd = np.asarray(post.mean), np.sqrt(np.maximum(np.asarray(post.cov), 0.0))
         surfaces[name] = (mean, sd)

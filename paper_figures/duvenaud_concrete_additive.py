@@ -24,7 +24,8 @@ import numpy as np
 
 from inference.component_plots import plot_component_correlations, plot_decomposition
 from inference.files.tables import write_comparison, write_csv
-from paper_figures._duvenaud import fit_ml2, hyperparameters
+from inference.structure_search.fit import fit_ml2
+from paper_figures._duvenaud import hyperparameters
 from zoo import decomposition as dec
 from zoo import gp
 

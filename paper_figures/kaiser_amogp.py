@@ -35,7 +35,7 @@ from jax.scipy.special import logsumexp
 import inference
 import zoo
 from inference.files.tables import markdown_table, read_published, write_comparison, write_csv
-from paper_figures._duvenaud import fit_ml2
+from inference.structure_search.fit import fit_ml2
 from zoo import gp
 from zoo.amogp import data, predict, structure_from
 
@@ -93,7 +93,7 @@ def fit_gp(dataset, d):
     X, y, Xt, yt = split(dataset, d)
     if not len(yt):
         return np.zeros(0)
-    fit = fit_ml2("SE", X, y, restarts=GP_RESTARTS, init=GP_INIT)
+    fit = fit_ml2("SE", X, y, restarts=GP_RESTARTS, num_steps=500, init=GP_INIT)
     post = gp.predict(fit.kernel, jnp.asarray(X), jnp.asarray(y), fit.noise, jnp.asarray(Xt), full_cov=False)
     return np.asarray(gaussian_ll(post.mean, post.cov + fit.noise, yt))
 

@@ -1,13 +1,15 @@
-"""One candidate of the structure search fitted by ML-II through ``inference.run`` (engine ``ml2``): restarts are
-the chains of one compiled program (docs/sources/duvenaud.md#search-choices).
+"""ML-II of ``gp/regression`` with one kernel structure through ``inference.run`` (engine ``ml2``): restarts are
+the chains of one compiled program and the best admissible restart is kept (docs/sources/duvenaud.md#search-choices).
+One candidate of the structure search, and the figure scripts' fits of a fixed kernel expression.
 
-Chain 0 starts exactly at the candidate's values (inherited from the parent where the operator kept them, drawn on
-the data's scales where it introduced them, ``scales.py``); chains 1.. start ``jitter`` away in the unconstrained
-space (ml2's ``init_radius``: a factor exp(N(0, jitter^2)) on positive values, an N(0, jitter^2) shift of
-locations on the standardised axis).
+Chain 0 starts exactly at the given values (in the search: the candidate's, inherited from the parent where the
+operator kept them, drawn on the data's scales where it introduced them, ``scales.py``); chains 1.. start ``jitter``
+away in the unconstrained space (ml2's ``init_radius``: a factor exp(N(0, jitter^2)) on positive values, an
+N(0, jitter^2) shift of locations on the standardised axis).
 """
 
 import dataclasses
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -32,29 +34,38 @@ class FitOutcome:
     restart_log_likelihoods: list
     wall_s: float
     rejected: list = dataclasses.field(default_factory=list)  # per restart: the bounds it broke (empty: kept)
+    chain: int = 0  # which restart was kept
 
 
-def start_values(kernel: Kernel, noise: float) -> dict[str, np.ndarray]:
-    """Constrained starting values by site name: the kernel's own hyperparameters and the noise variance."""
+def start_values(kernel: Kernel, noise: float | None = None) -> dict[str, np.ndarray]:
+    """Constrained starting values by site name: the kernel's own hyperparameters, and the noise variance if given."""
     values = [np.asarray(getattr(n, p), float) for n in parametrised_nodes(kernel) for p in n.PARAMS]
-    return {**dict(zip(site_names(kernel), values, strict=True)), "noise": np.asarray(noise, float)}
+    start = dict(zip(site_names(kernel), values, strict=True))
+    return start if noise is None else {**start, "noise": np.asarray(noise, float)}
 
 
 def fit_ml2(
-    kernel: Kernel,
+    kernel: Kernel | str,
     X: np.ndarray,
     y: np.ndarray,
-    noise: float,
+    noise: float | None = None,
     restarts: int = 3,
     jitter: float = 1.0,
     num_steps: int = 300,
     seed: int = 0,
     bounds: PeriodBounds | None = None,
+    init: Mapping[str, float] | None = None,
 ) -> FitOutcome:
-    """ML-II of ``gp/regression`` with ``kernel``'s structure on standardised (X (n, D), y (n,)), from ``kernel``'s
-    hyperparameters and ``noise``; the restart with the highest log marginal likelihood among those within
-    ``bounds`` (all, without bounds) is kept."""
-    expression = str(kernel)
+    """ML-II of ``gp/regression`` with ``kernel``'s structure on (X (n, D), y (n,)); the restart with the highest
+    log marginal likelihood among those within ``bounds`` (all, without bounds) is kept.
+
+    Chain 0 starts at ``init`` (constrained values by site name, e.g. ``se0_lengthscale``, ``noise``), then for a
+    ``Kernel`` at its own hyperparameters and ``noise``, and for the rest (every site of an expression string) at the
+    model's defaults (every hyperparameter 1, noise 0.1)."""
+    expression = kernel if isinstance(kernel, str) else str(kernel)
+    start = {} if isinstance(kernel, str) else start_values(kernel)
+    if noise is not None:
+        start["noise"] = np.asarray(noise, float)
     idata = inference.run(
         zoo.get("gp/regression", kernel=expression),
         {"X": X, "y": y},
@@ -62,7 +73,7 @@ def fit_ml2(
         seed=seed,
         num_chains=restarts,
         num_steps=num_steps,
-        init=start_values(kernel, noise),
+        init={**start, **(init or {})},
         init_radius=jitter,
     )
     logliks = np.asarray(idata.point_estimates["log_likelihood"].values, float)
@@ -81,4 +92,5 @@ def fit_ml2(
         logliks.tolist(),
         float(idata.posterior.attrs["wall_s"]),
         violations,
+        chain,
     )
