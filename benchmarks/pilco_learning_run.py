@@ -1,17 +1,27 @@
-"""One PILCO learning run (McHutchon Fig 4.2) on the cart-pole swing-up: wall time per phase and the outcome.
+"""One PILCO learning run (McHutchon Fig 4.2) on the cart-pole swing-up: wall time per phase and the outcome,
+resumable in chunks.
 
 Usage: ``python -m benchmarks.pilco_learning_run MODEL SEED OUT.jsonl [--iterations 10] [--tests 10]
-[--max-steps 100] [--noise-factor 1] [--budget 1380]``; pin it (``/tmp/oncore`` or ``taskset -c 0``). MODEL is
-``ar-gp`` or ``gp-ssm``. ``inference.pilco.control_loop`` with 2 random roll-outs; after every iteration one JSON line
-is appended to OUT: wall seconds of the dynamics training and of the policy optimisation (compilation included, so
-the first iteration of each compiled shape pays it), L-BFGS iterations, the jitter each dynamics GP needed, the
-predicted and true total costs, and the fraction of ``--tests`` test trials from fresh start states that swing up
-(docs/sources/mchutchon.md#pilco-success). No new iteration starts once ``--budget`` wall seconds have passed, so a
-run split to fit a time limit ends cleanly; the lines written so far are the result.
+[--max-steps 100] [--noise-factor 1] [--warm-steps 50] [--cold] [--budget 1140] [--resume]``; pin it
+(``/tmp/oncore``). MODEL is ``ar-gp`` or ``gp-ssm``. ``inference.pilco.control_loop`` with 2 random roll-outs; the
+GP-SSM's dynamics fit is warm-started from the previous iteration's (``--warm-steps`` L-BFGS steps; ``--cold``
+retrains from Algorithm 1's initialisation every time). After every iteration OUT holds one JSON line per iteration
+so far: wall seconds of the dynamics training, of the policy optimisation (compilation included, so the first
+iteration of each compiled shape pays it) and of the whole iteration, L-BFGS iterations, the jitter each dynamics GP
+needed, the predicted and true total costs, and the fraction of ``--tests`` test trials from fresh start states that
+swing up (docs/sources/mchutchon.md#pilco-success).
+
+Chunks: the loop's whole state (trials, policies, PRNG key, every dynamics fit) is saved to OUT.pkl after every
+iteration, written atomically with OUT (``inference.files.atomic``), so a run killed at any point loses at most the
+iteration in progress. No new iteration starts when the elapsed time plus 1.2 times the last iteration's (after the
+cold first fit: with its dynamics training scaled to the warm steps) would pass ``--budget`` seconds. ``--resume``
+continues from OUT.pkl (same arguments, checked) up to ``--iterations`` in total, from the saved PRNG key, policy and
+last dynamics fit.
 """
 
 import argparse
 import json
+import pickle
 import time
 from pathlib import Path
 
@@ -19,11 +29,62 @@ import numpy as np
 
 import zoo  # noqa: F401  (float64)
 from inference import pilco
+from inference.files.atomic import atomic_write_bytes, atomic_write_text
+from zoo.errors import OptionError
 from zoo.pilco import plant
+
+# the arguments a resumed run must share with the run it continues (the rest may change between chunks)
+SAME_RUN = ("model", "seed", "tests", "max_steps", "noise_factor", "warm_steps", "cold")
 
 
 class BudgetSpent(Exception):
     pass
+
+
+def state_path(out: Path) -> Path:
+    return out.with_name(out.name + ".pkl")
+
+
+def iteration_line(args: argparse.Namespace, result: pilco.LoopResult, i: int, chunk: int) -> dict:
+    """The JSON line of iteration i (0-based) of ``result``."""
+    return {
+        "model": args.model,
+        "seed": args.seed,
+        "noise_factor": args.noise_factor,
+        "warm_start": not args.cold and i > 0 and args.model == "gp-ssm",
+        "iteration": i + 1,
+        "chunk": chunk,
+        "data_points": 50 * (len(result.trials) - len(result.predicted) + i),
+        "learn_seconds": round(result.learn_seconds[i], 2),
+        "optimise_seconds": round(result.optimise_seconds[i], 2),
+        "iteration_seconds": round(result.iteration_seconds[i], 2),
+        "lbfgs_steps": result.lbfgs_steps[i],
+        "lbfgs_finite": result.finite[i],
+        "jitter": result.jitter[i],
+        "predicted": round(result.predicted[i], 3),
+        "trial_cost": round(result.trial_costs[i], 3),
+        "test_cost_mean": round(float(np.mean(result.test_costs[i])), 3),
+        "test_success": result.success[i],
+    }
+
+
+def save(args: argparse.Namespace, result: pilco.LoopResult, lines: list[dict]) -> None:
+    """OUT.pkl (the loop's state) and OUT (its lines), each atomically; the lines are rewritten whole, so OUT never
+    holds an iteration twice or one the state lacks for longer than the gap between the two renames."""
+    payload = {"args": {k: getattr(args, k) for k in SAME_RUN}, "result": result.on_host(), "lines": lines}
+    atomic_write_bytes(state_path(args.out), pickle.dumps(payload))
+    atomic_write_text(args.out, "".join(json.dumps(line) + "\n" for line in lines))
+
+
+def load(args: argparse.Namespace) -> tuple[pilco.LoopResult, list[dict]]:
+    path = state_path(args.out)
+    if not path.exists():
+        raise OptionError(f"--resume: no saved state at {path}; run without --resume first.")
+    saved = pickle.loads(path.read_bytes())
+    ours = {k: getattr(args, k) for k in SAME_RUN}
+    if saved["args"] != ours:
+        raise OptionError(f"--resume: {path} was run with {saved['args']}, not {ours}.")
+    return saved["result"], saved["lines"]
 
 
 def main() -> None:
@@ -35,33 +96,26 @@ def main() -> None:
     parser.add_argument("--tests", type=int, default=10)
     parser.add_argument("--max-steps", type=int, default=100)
     parser.add_argument("--noise-factor", type=float, default=1.0)
-    parser.add_argument("--budget", type=float, default=1380.0)
+    parser.add_argument("--warm-steps", type=int, default=pilco.GPSSM_OPTIONS["warm_steps"].default)
+    parser.add_argument("--cold", action="store_true", help="retrain the GP-SSM from cold every iteration")
+    parser.add_argument("--budget", type=float, default=1140.0)
+    parser.add_argument("--resume", action="store_true")
     args = parser.parse_args()
     start = time.perf_counter()
+    resume, lines = load(args) if args.resume else (None, [])
+    chunk = 1 + max((line["chunk"] for line in lines), default=0)
+    options = {"warm_steps": args.warm_steps, "warm_start": not args.cold} if args.model == "gp-ssm" else {}
 
     def record(result: pilco.LoopResult) -> None:
         i = len(result.predicted) - 1
-        line = {
-            "model": args.model,
-            "seed": args.seed,
-            "noise_factor": args.noise_factor,
-            "iteration": i + 1,
-            "data_points": 50 * (len(result.trials) - 1),
-            "learn_seconds": round(result.learn_seconds[i], 2),
-            "optimise_seconds": round(result.optimise_seconds[i], 2),
-            "lbfgs_steps": result.lbfgs_steps[i],
-            "lbfgs_finite": result.finite[i],
-            "jitter": result.jitter[i],
-            "predicted": round(result.predicted[i], 3),
-            "trial_cost": round(result.trial_costs[i], 3),
-            "test_cost_mean": round(float(np.mean(result.test_costs[i])), 3),
-            "test_success": result.success[i],
-            "elapsed_seconds": round(time.perf_counter() - start, 1),
-        }
-        with open(args.out, "a") as f:
-            f.write(json.dumps(line) + "\n")
-        print(json.dumps(line), flush=True)
-        if time.perf_counter() - start > args.budget and i + 1 < args.iterations:
+        lines.append(iteration_line(args, result, i, chunk))
+        save(args, result, lines)
+        print(json.dumps({**lines[-1], "elapsed_seconds": round(time.perf_counter() - start, 1)}), flush=True)
+        next_guess = 1.2 * result.iteration_seconds[i]
+        if i == 0 and options.get("warm_start"):  # the next fit is warm: its L-BFGS scales with the steps
+            learn = result.learn_seconds[i] * args.warm_steps / pilco.GPSSM_OPTIONS["num_steps"].default
+            next_guess = 1.2 * (result.iteration_seconds[i] - result.learn_seconds[i] + learn)
+        if time.perf_counter() - start + next_guess > args.budget and i + 1 < args.iterations:
             raise BudgetSpent
 
     try:
@@ -72,10 +126,12 @@ def main() -> None:
             num_iterations=args.iterations,
             num_tests=args.tests,
             max_steps=args.max_steps,
+            dynamics_options=options,
             on_iteration=record,
+            resume=resume,
         )
     except BudgetSpent:
-        print(f"stopped after {time.perf_counter() - start:.0f} s: budget spent", flush=True)
+        print(f"stopped after {time.perf_counter() - start:.0f} s: budget spent; continue with --resume", flush=True)
 
 
 if __name__ == "__main__":

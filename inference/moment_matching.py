@@ -40,6 +40,7 @@ from inference.program import observed_args
 from zoo import moments, ssm
 from zoo.errors import OptionError
 from zoo.gp_ssm_view import GPSSMParams, linear_mean_of, pseudo_predictor
+from zoo.options import Option
 
 Array = Any
 
@@ -169,11 +170,26 @@ def _transforms(gp_view, observed, learned: tuple[str, ...]):
     return {name: biject_to(sites[name]["fn"].support) for name in learned}
 
 
-def _learned_and_fixed(gp_view, dataset, fixed_params) -> tuple[dict, dict]:
+def _learned_and_fixed(gp_view, dataset, fixed_params, start: dict | None = None) -> tuple[dict, dict]:
+    """(starting values of the learned sites, fixed values). ``start`` (by site name) overrides Algorithm 1's AR1-GP
+    initialisation, which is fitted only when some learned site is not in ``start`` (a warm start skips it)."""
     observed = observed_args(dataset)
     sites = ssm.parameter_sites(gp_view.state_space, observed)
-    fixed = dict(fixed_params or {})
-    init = {k: jnp.asarray(v) for k, v in ar1.initial_params(gp_view, observed).items() if k not in fixed}
+    fixed, start = dict(fixed_params or {}), dict(start or {})
+    unknown, both = sorted(set(start) - set(sites)), sorted(set(start) & set(fixed))
+    if unknown:
+        raise OptionError(f"init names {unknown}, which are not parameter sites; the sites are {sorted(sites)}.")
+    if both:
+        raise OptionError(f"init and params both give {both}; a fixed parameter has no starting value.")
+    for name, value in start.items():
+        if np.shape(value) != tuple(sites[name]["shape"]):
+            raise OptionError(
+                f"init[{name!r}] has shape {np.shape(value)}; the site has {tuple(sites[name]['shape'])}."
+            )
+    learned = set(sites) - set(fixed)
+    if learned - set(start):
+        start = {**ar1.initial_params(gp_view, observed), **start}
+    init = {k: jnp.asarray(v) for k, v in start.items() if k not in fixed}
     missing = set(sites) - set(init) - set(fixed)
     if missing:
         raise OptionError(f"no initial value for parameters {sorted(missing)}; pass them in params.")
@@ -290,19 +306,21 @@ def direct_runner(gp_view, names: tuple[str, ...], optimizer: str, num_steps: in
     "direct",
     requires={"gp_ssm_se"},
     options={
-        "num_steps": opt.num_steps(300),
+        "num_steps": opt.num_steps(300, minimum=0, doc="optimiser steps (0: smooth at the starting values)"),
         "optimizer": opt.choice("lbfgs", ("lbfgs", "adam"), "L-BFGS or Adam"),
         "learning_rate": opt.learning_rate(0.01),
         "num_samples": opt.num_samples(200, doc="smoothing draws per trajectory at the optimum"),
         "params": opt.params({}),
+        "init": Option("mapping", {}, "starting values by site name (the rest: Algorithm 1's AR1-GP initialisation)"),
     },
     summary="Direct method (Algorithm 1): maximise the GP-ADF approximate marginal likelihood by L-BFGS or Adam",
 )
 def direct(spec, dataset, key, timer, **options) -> EngineOutput:
-    """Learns every parameter site not fixed by ``params``, from the AR1-GP initialisation. point_estimates: the
-    learned parameters (constrained) and the smoothed marginals; traces: ``adf_log_lik`` per step."""
+    """Learns every parameter site not fixed by ``params``, from ``init`` where given (e.g. an earlier fit's point
+    estimates: a warm start), else from the AR1-GP initialisation. point_estimates: the learned parameters
+    (constrained) and the smoothed marginals; traces: ``adf_log_lik`` per step."""
     gp_view = spec.views["gp_ssm"]
-    init, fixed = _learned_and_fixed(gp_view, dataset, options["params"])
+    init, fixed = _learned_and_fixed(gp_view, dataset, options["params"], options["init"])
     names = tuple(sorted(init))
     run = direct_runner(
         gp_view,

@@ -16,11 +16,12 @@ every step), so padding every iteration to the final size would make the early o
 (docs/sources/mchutchon.md#pilco-speed). The GP-SSM has a fixed number of pseudo-inputs.
 """
 
+import dataclasses
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from functools import partial
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -28,15 +29,17 @@ import numpy as np
 from jax.flatten_util import ravel_pytree
 
 from inference import ar1, optimise
+from inference import options as opt
 from inference.api import run
 from inference.program import observed_args
 from zoo import moments, ssm
 from zoo import registry as zoo_registry
 from zoo.errors import DataError, OptionError, ZooError
 from zoo.gp import cholesky_with_jitter
-from zoo.gp_ssm_view import linear_mean_of, pseudo_predictor
+from zoo.gp_ssm_view import GPSSMParams, linear_mean_of, pseudo_predictor
 from zoo.gpssm import ar1_regression_data
 from zoo.kernels import SquaredExponential
+from zoo.options import Option, validate
 from zoo.pilco import cost as costs
 from zoo.pilco import plant, policies
 from zoo.pilco import trajectory as tr
@@ -97,20 +100,78 @@ def ar_gp_dynamics(observed: dict, bucket: int = 100, num_steps: int = ar1.NUM_S
 
 
 GPSSM_PARAMS = ("lengthscale", "signal_var", "process_var", "obs_var", "pseudo_targets")
+GPSSM_OPTIONS = {
+    "num_pseudo": Option("int", 50, "pseudo-inputs M, reselected from each iteration's data", minimum=1),
+    "num_steps": opt.num_steps(350, doc="direct-method L-BFGS steps from Algorithm 1's initialisation (Table 3.4)"),
+    "warm_steps": opt.num_steps(50, minimum=0, doc="direct-method L-BFGS steps when warm-started from the last fit"),
+    "warm_start": Option("bool", True, "start each iteration's fit from the previous iteration's (else cold)"),
+    "seed": Option("int", 0, "the direct engine's seed", minimum=0),
+}
+AR_GP_OPTIONS = {
+    "bucket": Option("int", 100, "pad the training set to a multiple of this many rows (0: no padding)", minimum=0),
+    "num_steps": opt.num_steps(ar1.NUM_STEPS, doc="Adam steps of each output's ML-II fit"),
+}
+DYNAMICS_OPTIONS = {"ar-gp": AR_GP_OPTIONS, "gp-ssm": GPSSM_OPTIONS}
+
+
+class GPSSMFit(NamedTuple):
+    """dynamics: for the controller; params: the fitted GP-SSM (the next iteration's ``warm``); log_lik: the ADF
+    log-likelihood of the training data at the fit; compile_s, run_s: the direct engine's compile and run seconds."""
+
+    dynamics: tr.GPDynamics
+    params: GPSSMParams
+    log_lik: float
+    compile_s: float
+    run_s: float
+
+
+def warm_start_params(previous: GPSSMParams, pseudo_inputs: Array) -> dict[str, Array]:
+    """Starting values of the direct method from the previous iteration's fitted GP-SSM ``previous``
+    (docs/sources/mchutchon.md#pilco-warm-start): its hyperparameters and noise variances unchanged, and
+    pseudo-targets (D, M) = its predictive mean of f at this iteration's pseudo-inputs (M, D+U), the same rule by which
+    Algorithm 1 initialises them from the AR1-GP; a model that already fits the old data starts the new fit."""
+    mean, _ = jax.vmap(moments.predict_point, in_axes=(None, 0, None))(
+        pseudo_predictor(previous), jnp.asarray(pseudo_inputs), linear_mean_of(previous)
+    )
+    return {
+        "lengthscale": previous.lengthscale,
+        "signal_var": previous.signal_var,
+        "process_var": previous.process_var,
+        "obs_var": previous.obs_var,
+        "pseudo_targets": mean.T,
+    }
+
+
+def gp_ssm_fit(
+    observed: dict,
+    num_pseudo: int = 50,
+    num_steps: int = 350,
+    warm_steps: int = 50,
+    seed: int = 0,
+    warm: GPSSMParams | None = None,
+) -> GPSSMFit:
+    """The direct-method GP-SSM (``gpssm/sparse-cartpole``, ``direct`` engine): ``num_steps`` L-BFGS steps from
+    Algorithm 1's AR1-GP initialisation (350 for the cart-pole, Table 3.4), or ``warm_steps`` from
+    ``warm_start_params(warm, ...)`` when ``warm`` (the previous fit) is given. The pseudo-inputs are selected from
+    ``observed`` either way. The controller sees the learned observation noise."""
+    spec = zoo_registry.get("gpssm/sparse-cartpole", num_pseudo=num_pseudo)
+    data = ar1.prepare(spec, observed)
+    dataset = data if isinstance(data, zoo_registry.Dataset) else zoo_registry.Dataset(observed=dict(data))
+    init = {} if warm is None else warm_start_params(warm, dataset.observed["pseudo_inputs"])
+    steps = num_steps if warm is None else warm_steps
+    idata = run(spec, dataset, engine="direct", seed=seed, num_steps=steps, num_samples=1, init=init)
+    params = {k: jnp.asarray(idata.point_estimates[k].values[0]) for k in GPSSM_PARAMS}
+    view = spec.views["gp_ssm"]
+    g = view.to_gpssm(ssm.bind(view.state_space, params, observed_args(dataset)))
+    dyn = tr.GPDynamics(pseudo_predictor(g), linear_mean_of(g), g.process_var, g.obs_var, jitter=pseudo_gram_jitter(g))
+    attrs = idata.posterior.attrs
+    log_lik, compile_s, run_s = (float(attrs[k]) for k in ("log_evidence", "compile_s", "run_s"))
+    return GPSSMFit(tr.with_weights(dyn), jax.device_get(g), log_lik, compile_s, run_s)
 
 
 def gp_ssm_dynamics(observed: dict, num_pseudo: int = 50, num_steps: int = 350, seed: int = 0) -> tr.GPDynamics:
-    """The direct-method GP-SSM (``gpssm/sparse-cartpole``, ``direct`` engine; 350 steps for the cart-pole, Table
-    3.4): the pseudo-point GP plus process noise; the controller sees the learned observation noise."""
-    spec = zoo_registry.get("gpssm/sparse-cartpole", num_pseudo=num_pseudo)
-    data = ar1.prepare(spec, observed)
-    idata = run(spec, data, engine="direct", seed=seed, num_steps=num_steps, num_samples=1)
-    params = {k: jnp.asarray(idata.point_estimates[k].values[0]) for k in GPSSM_PARAMS}
-    view = spec.views["gp_ssm"]
-    dataset = data if isinstance(data, zoo_registry.Dataset) else zoo_registry.Dataset(observed=dict(data))
-    g = view.to_gpssm(ssm.bind(view.state_space, params, observed_args(dataset)))
-    dyn = tr.GPDynamics(pseudo_predictor(g), linear_mean_of(g), g.process_var, g.obs_var, jitter=pseudo_gram_jitter(g))
-    return tr.with_weights(dyn)
+    """``gp_ssm_fit`` from cold: the dynamics only."""
+    return gp_ssm_fit(observed, num_pseudo=num_pseudo, num_steps=num_steps, seed=seed).dynamics
 
 
 def pseudo_gram_jitter(g) -> Array:
@@ -121,13 +182,35 @@ def pseudo_gram_jitter(g) -> Array:
     return jax.vmap(lambda k: cholesky_with_jitter(k)[1])(K)
 
 
-def learn_dynamics(model: str, observed: dict, **options) -> tr.GPDynamics:
-    """``model`` in MODELS; options go to ``ar_gp_dynamics`` or ``gp_ssm_dynamics``."""
+def validated_options(model: str, given: dict | None) -> dict:
+    """The dynamics options of ``model`` (``DYNAMICS_OPTIONS``) with ``given`` validated against them."""
+    if model not in MODELS:
+        raise OptionError(f"dynamics model {model!r} unknown; choose one of {MODELS}.")
+    return validate(f"{model} dynamics", DYNAMICS_OPTIONS[model], dict(given or {}))
+
+
+def fit_dynamics(model: str, observed: dict, options: dict, warm=None) -> tuple[tr.GPDynamics, Any]:
+    """One iteration's dynamics: (GPDynamics, the state the next iteration warm-starts from: a ``GPSSMFit``, or None
+    for the AR-GP, whose ML-II fits are cheap and always start cold). ``options`` as returned by ``validated_options``;
+    ``warm`` is the previous iteration's state."""
     if model == "ar-gp":
-        return ar_gp_dynamics(observed, **options)
-    if model == "gp-ssm":
-        return gp_ssm_dynamics(observed, **options)
-    raise OptionError(f"dynamics model {model!r} unknown; choose one of {MODELS}.")
+        return ar_gp_dynamics(observed, bucket=options["bucket"], num_steps=options["num_steps"]), None
+    o = options
+    previous = warm if o["warm_start"] else None
+    fit = gp_ssm_fit(
+        observed,
+        o["num_pseudo"],
+        o["num_steps"],
+        o["warm_steps"],
+        o["seed"],
+        None if previous is None else previous.params,
+    )
+    return fit.dynamics, fit
+
+
+def learn_dynamics(model: str, observed: dict, **options) -> tr.GPDynamics:
+    """``model`` in MODELS, trained from cold; options as ``DYNAMICS_OPTIONS[model]``."""
+    return fit_dynamics(model, observed, validated_options(model, options))[0]
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -277,7 +360,10 @@ class LoopResult:
     policies: the policy of every iteration; dynamics: the last model; jitter (iterations, D): the jitter each
     dynamics GP's factorisation needed (all 0: no Cholesky failure); learn_seconds, optimise_seconds (iterations,):
     wall time of the dynamics training and of the policy optimisation (compilation included); lbfgs_steps
-    (iterations,); finite (iterations,): False when L-BFGS ended non-finite and the previous policy was kept."""
+    (iterations,); finite (iterations,): False when L-BFGS ended non-finite and the previous policy was kept;
+    iteration_seconds (iterations,): wall time of the whole iteration (training, optimisation, roll-outs). What a
+    resumed loop continues from: key, the PRNG key of the next iteration, and fits (iterations,), each iteration's
+    dynamics fit state (``fit_dynamics``; the next iteration warm-starts from the last)."""
 
     trials: list = field(default_factory=list)
     predicted: list = field(default_factory=list)
@@ -291,6 +377,13 @@ class LoopResult:
     optimise_seconds: list = field(default_factory=list)
     lbfgs_steps: list = field(default_factory=list)
     finite: list = field(default_factory=list)
+    iteration_seconds: list = field(default_factory=list)
+    key: Any = None
+    fits: list = field(default_factory=list)
+
+    def on_host(self) -> "LoopResult":
+        """A copy with every array fetched to the host (NumPy), for pickling."""
+        return dataclasses.replace(self, **{f.name: jax.device_get(getattr(self, f.name)) for f in fields(self)})
 
 
 def control_loop(
@@ -305,13 +398,15 @@ def control_loop(
     num_basis: int = 50,
     dynamics_options: dict | None = None,
     on_iteration: Callable[[LoopResult], None] | None = None,
+    resume: LoopResult | None = None,
 ) -> LoopResult:
-    """PILCO's loop (Fig 4.2): ``num_random`` random roll-outs, then ``num_iterations`` times: learn ``model``,
-    optimise the policy from the previous one, roll it out once on the plant (added to the data) and ``num_tests``
-    times more from other start states (not added). Defaults: 2 random roll-outs (lab code, M15). ``on_iteration``
-    is called with the result so far after every iteration (to write partial results)."""
-    if model not in MODELS:
-        raise OptionError(f"dynamics model {model!r} unknown; choose one of {MODELS}.")
+    """PILCO's loop (Fig 4.2): ``num_random`` random roll-outs, then ``num_iterations`` times: learn ``model`` (the
+    GP-SSM warm-started from the previous iteration's fit; options ``DYNAMICS_OPTIONS``), optimise the policy from the
+    previous one, roll it out once on the plant (added to the data) and ``num_tests`` times more from other start
+    states (not added). Defaults: 2 random roll-outs (lab code, M15). ``on_iteration`` is called with the result so far
+    after every iteration (to write partial results or save it); ``resume`` (such a result, with the same arguments)
+    continues it up to ``num_iterations`` in total, as a run never interrupted would have."""
+    options = validated_options(model, dynamics_options)
     key = jax.random.PRNGKey(seed)
     k_pol, key = jax.random.split(key)
     m0, S0 = jnp.asarray(task.m0), jnp.asarray(task.S0)
@@ -322,14 +417,23 @@ def control_loop(
     else:
         raise OptionError(f"policy_kind {policy_kind!r} unknown; choose 'rbf' or 'linear'.")
     check_task(task, policy)
-    options = dict(dynamics_options or {})
-    out = LoopResult()
-    for _ in range(num_random):
-        key, k = jax.random.split(key)
-        out.trials.append(rollout(task, None, k, len(out.trials), out.trials))
-    for _ in range(num_iterations):
+    if resume is None:
+        out = LoopResult()
+        for _ in range(num_random):
+            key, k = jax.random.split(key)
+            out.trials.append(rollout(task, None, k, len(out.trials), out.trials))
+    else:
+        if resume.key is None or len(resume.trials) != num_random + len(resume.predicted):
+            raise OptionError(
+                f"resume: the saved loop has {len(resume.trials)} trials after {len(resume.predicted)} iterations; "
+                f"with num_random = {num_random} it should have {num_random + len(resume.predicted)} and a key."
+            )
+        out, key = resume, jnp.asarray(resume.key)
+        policy = out.policies[-1] if out.policies else policy
+    while len(out.predicted) < num_iterations:
         start = time.perf_counter()
-        dyn = jax.block_until_ready(learn_dynamics(model, plant.trials_as_data(out.trials), **options))
+        dyn, state = fit_dynamics(model, plant.trials_as_data(out.trials), options, out.fits[-1] if out.fits else None)
+        jax.block_until_ready(dyn)
         learned = time.perf_counter()
         fit = optimise_policy(dyn, policy, task, max_steps=max_steps)
         out.learn_seconds.append(learned - start)
@@ -348,6 +452,9 @@ def control_loop(
         out.success.append(float(np.mean([swung_up(task, t) for t in tests])))
         out.policies.append(policy)
         out.dynamics = dyn
+        out.key = key
+        out.fits.append(state)
+        out.iteration_seconds.append(time.perf_counter() - start)
         if on_iteration is not None:
             on_iteration(out)
     return out
