@@ -256,14 +256,17 @@ def _optimiser(name: str, learning_rate: float):
 
 def minimise(objective, init: Array, optimizer: str, num_steps: int, learning_rate: float):
     """``num_steps`` optimiser steps on ``objective`` from ``init`` (flat); returns the final point and the trace of
-    objective values (num_steps,). Non-finite objective values stop progress (the update is skipped)."""
+    objective values (num_steps,). Non-finite objective values stop progress (the update is skipped). A step (or the
+    L-BFGS line search) can land where the objective is not finite, and the last step's point is never evaluated in
+    the loop; so the point returned is the final one only if its objective is finite, else the last point whose value
+    and gradient were (``init`` at worst)."""
     solver = _optimiser(optimizer, learning_rate)
     value_and_grad = (
         optax.value_and_grad_from_state(objective) if optimizer == "lbfgs" else jax.value_and_grad(objective)
     )
 
     def step(carry, _):
-        p, state = carry
+        p, state, good = carry
         if optimizer == "lbfgs":
             value, grad = value_and_grad(p, state=state)
             updates, new_state = solver.update(grad, state, p, value=value, grad=grad, value_fn=objective)
@@ -273,10 +276,10 @@ def minimise(objective, init: Array, optimizer: str, num_steps: int, learning_ra
         ok = jnp.isfinite(value) & jnp.all(jnp.isfinite(grad))
         new_p = jnp.where(ok, optax.apply_updates(p, updates), p)
         new_state = jax.tree.map(lambda a, b: jnp.where(ok, a, b), new_state, state)
-        return (new_p, new_state), value
+        return (new_p, new_state, jnp.where(ok, p, good)), value
 
-    (p, _), trace = jax.lax.scan(step, (init, solver.init(init)), None, length=num_steps)
-    return p, trace
+    (p, _, good), trace = jax.lax.scan(step, (init, solver.init(init), init), None, length=num_steps)
+    return jnp.where(jnp.isfinite(objective(p)), p, good), trace
 
 
 @cache

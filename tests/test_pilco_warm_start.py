@@ -99,3 +99,14 @@ def test_dynamics_options_are_validated():
     with pytest.raises(OptionError, match="warm_step"):
         pilco.validated_options("gp-ssm", {"warm_step": 10})
     assert pilco.validated_options("gp-ssm", {})["warm_start"] is True
+
+
+def test_minimise_never_returns_a_point_whose_objective_is_not_finite():
+    # (x - 3)^2 left of 1, NaN right of it: Adam's first step (size ~ learning rate 2) lands at x ~ 2, where every
+    # later step is skipped; the point returned must be the last one with a finite value, the start
+    def objective(x):
+        return jnp.where(x[0] < 1.0, (x[0] - 3.0) ** 2, jnp.nan)
+
+    p, trace = mm.minimise(objective, jnp.zeros(1), "adam", 4, 2.0)
+    assert trace[0] == 9.0 and np.all(np.isnan(trace[1:]))  # it did step into the NaN region
+    np.testing.assert_array_equal(p, np.zeros(1))
