@@ -6,7 +6,9 @@ Usage::
     python -m benchmarks.peers list                  # peers, their pins and whether they are installed
     python -m benchmarks.peers path particles        # the peer's Python interpreter
 
-A peer lives in its own venv because its pins clash with ours (``particles`` needs numpy < 2). The root is
+A peer lives in its own venv because its pins clash with ours (``particles`` needs numpy < 2; ``gpy-abcd`` pins
+numpy 1.23.5 in its metadata, so its pinned dependencies are installed first and GPy-ABCD itself ``--no-deps`` on
+top, ``NO_DEPS``). The root is
 ``$ZOO_PEERS_DIR``, else ``peers/`` next to the JAX compile cache (``~/.cache/structured-gp-zoo/peers``,
 ``zoo.config``).
 An install is built in a temporary sibling directory and renamed into place only when ``pip`` and an import check
@@ -28,7 +30,22 @@ from zoo.config import DEFAULT_CACHE_DIR
 # numbers were measured with.
 PEERS: dict[str, tuple[tuple[str, ...], str]] = {
     "particles": (("particles==0.4", "numpy<2"), "import particles, particles.state_space_models"),
+    "gpy-abcd": (
+        (
+            "numpy==1.26.4",
+            "scipy==1.11.4",
+            "GPy==1.13.2",
+            "numba==0.68.1",
+            "matplotlib==3.11.2",
+            "pandas==3.0.6",
+            "plotnine==0.15.9",
+        ),
+        "import GPy_ABCD; from GPy_ABCD import explore_model_space",
+    ),
 }
+# name -> requirements installed after PEERS' with ``pip install --no-deps`` (a package whose own metadata pins
+# versions that clash with the ones above).
+NO_DEPS: dict[str, tuple[str, ...]] = {"gpy-abcd": ("GPy-ABCD==1.2.3",)}
 
 
 class PeerMissing(RuntimeError):
@@ -76,7 +93,10 @@ def install(name: str, force: bool = False, python: str = sys.executable) -> Pat
     build = Path(tempfile.mkdtemp(prefix=f".tmp-{name}-", dir=target.parent))
     try:
         subprocess.run([python, "-m", "venv", str(build)], check=True)
-        subprocess.run([str(build / "bin" / "python"), "-m", "pip", "install", "--quiet", *requirements], check=True)
+        pip = [str(build / "bin" / "python"), "-m", "pip", "install", "--quiet"]
+        subprocess.run([*pip, *requirements], check=True)
+        if NO_DEPS.get(name):
+            subprocess.run([*pip, "--no-deps", *NO_DEPS[name]], check=True)
         subprocess.run([str(build / "bin" / "python"), "-c", check], check=True)
         if target.exists():
             shutil.rmtree(target)
@@ -84,7 +104,7 @@ def install(name: str, force: bool = False, python: str = sys.executable) -> Pat
     except BaseException:
         shutil.rmtree(build, ignore_errors=True)
         raise
-    print(f"{name}: installed at {target} ({', '.join(requirements)})")
+    print(f"{name}: installed at {target} ({', '.join(requirements + NO_DEPS.get(name, ()))})")
     return target
 
 
@@ -104,7 +124,7 @@ def main(argv=None) -> None:
     elif args.command == "list":
         for name, (requirements, _) in PEERS.items():
             state = "installed" if (peer_dir(name) / "bin" / "python").exists() else "missing"
-            print(f"{name}\t{' '.join(requirements)}\t{state}\t{peer_dir(name)}")
+            print(f"{name}\t{' '.join(requirements + NO_DEPS.get(name, ()))}\t{state}\t{peer_dir(name)}")
     else:
         try:
             print(peer_python(args.name))
