@@ -1,0 +1,118 @@
+"""The first ``inference.run`` of each engine in a new process, with a cold and a warm persistent compile cache.
+
+A user's first call pays compilation: every engine program is compiled once per (model, options, data shapes) in a
+process, and the persistent cache (``zoo.config``) shortens it in later processes. Each cell runs in its own Python
+process twice, on one fresh cache directory: first cold (the cache is empty), then warm (the first process filled it).
+Reported per cell: the engine's own ``compile_s`` and ``run_s`` (``inference.run``'s timer) and the process's wall
+time from start to result (imports included)::
+
+    taskset -c 0 python -m benchmarks.first_call --out bench_results/first_call
+    taskset -c 0 python -m benchmarks.first_call --engines nuts svi   # a subset
+
+Small runs on purpose (a few hundred iterations): the point is the fixed cost of a first call, not sampling.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from inference.files.atomic import atomic_write_text
+
+# engine -> (model, simulate keyword arguments, engine options). One model per engine, the smallest the engine is
+# meant for; option values small so that compilation dominates the first call.
+CELLS: dict[str, tuple[str, dict, dict]] = {
+    "exact": ("gp/regression-latent", {"n": 50}, {"num_samples": 200}),
+    "nuts": ("gp/regression", {"n": 100}, {"num_chains": 2, "num_warmup": 100, "num_samples": 100}),
+    "hmc": ("gp/regression", {"n": 100}, {"num_chains": 2, "num_warmup": 100, "num_samples": 100}),
+    "numpyro-nuts": ("gp/regression", {"n": 100}, {"num_chains": 2, "num_warmup": 100, "num_samples": 100}),
+    "svi": ("gp/regression", {"n": 100}, {"num_steps": 500}),
+    "ml2": ("gp/regression", {"n": 100}, {"num_chains": 2, "num_steps": 200}),
+    "tsmc": ("gp/regression", {"n": 100}, {"num_particles": 100, "num_mcmc_steps": 2}),
+    "kalman": ("lgssm", {"num_train": 4, "num_test": 4, "num_steps": 20}, {"num_samples": 200}),
+    "pf": ("lgssm", {"num_train": 4, "num_test": 4, "num_steps": 20}, {"num_particles": 500}),
+    "pgas": ("lgssm", {"num_train": 4, "num_test": 4, "num_steps": 20}, {"num_particles": 50, "num_samples": 200}),
+    "pf-ml": ("lgssm", {"num_train": 4, "num_test": 4, "num_steps": 20}, {"num_particles": 50, "num_steps": 50}),
+    "pgas-em": ("lgssm", {"num_train": 4, "num_test": 4, "num_steps": 20}, {"num_particles": 10, "num_steps": 50}),
+}
+
+TIMEOUT_S = 600  # a first call that takes longer is reported as failed, and the other cells still run
+
+ONE_CALL = """
+import time
+start = time.perf_counter()
+import json, sys
+import jax
+import inference, zoo
+model, size, engine, options = json.loads(sys.argv[1])
+data = zoo.get(model).simulate(jax.random.key(0), **size)
+idata = inference.run(model, data, engine=engine, seed=0, **options)
+attrs = idata.posterior.attrs
+print(json.dumps({"compile_s": attrs["compile_s"], "run_s": attrs["run_s"], "process_s": time.perf_counter() - start}))
+"""
+
+
+def first_call(engine: str, cache_dir: str) -> dict:
+    """One new process running one ``inference.run`` of the engine's cell with ``cache_dir`` as the persistent cache."""
+    model, size, options = CELLS[engine]
+    env = {**os.environ, "ZOO_JAX_CACHE_DIR": cache_dir}
+    try:
+        out = subprocess.run(
+            [sys.executable, "-c", ONE_CALL, json.dumps([model, size, engine, options])],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=TIMEOUT_S,
+        )
+    except subprocess.TimeoutExpired:
+        return {"error": f"no result after {TIMEOUT_S} s"}
+    if out.returncode != 0:
+        return {"error": (out.stderr.strip().splitlines() or ["(no output)"])[-1]}
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def measure(engines: list[str]) -> dict[str, dict]:
+    rows = {}
+    for engine in engines:
+        with tempfile.TemporaryDirectory() as cache:
+            rows[engine] = {state: first_call(engine, cache) for state in ("cold", "warm")}
+        print(f"{engine:>13}: {json.dumps(rows[engine])}", flush=True)
+    return rows
+
+
+def table(rows: dict[str, dict]) -> str:
+    lines = [
+        "| engine | model | cold: compile (s) | cold: run (s) | cold: process (s) | warm: compile (s)"
+        " | warm: process (s) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for engine, row in rows.items():
+        cold, warm = row["cold"], row["warm"]
+        if "error" in cold or "error" in warm:
+            lines.append(f"| {engine} | {CELLS[engine][0]} | failed: {cold.get('error') or warm.get('error')} |||||")
+            continue
+        lines.append(
+            f"| {engine} | {CELLS[engine][0]} | {cold['compile_s']:.1f} | {cold['run_s']:.2f} | {cold['process_s']:.1f}"
+            f" | {warm['compile_s']:.1f} | {warm['process_s']:.1f} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--engines", nargs="+", default=list(CELLS), choices=list(CELLS), metavar="ENGINE")
+    parser.add_argument("--out", type=Path, default=Path("bench_results/first_call"))
+    args = parser.parse_args(argv)
+    rows = measure(args.engines)
+    args.out.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(args.out / "first_call.json", json.dumps(rows, indent=1))
+    atomic_write_text(args.out / "first_call.md", table(rows))
+    print(table(rows))
+
+
+if __name__ == "__main__":
+    main()
