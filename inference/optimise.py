@@ -12,7 +12,9 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import optax
-from numpyro.infer import SVI, Trace_ELBO
+from numpyro.infer import SVI
+
+from inference.elbo import OrderedTraceELBO
 
 
 def cosine_adam(learning_rate: float, num_steps: int, final_fraction: float) -> optax.GradientTransformation:
@@ -21,7 +23,7 @@ def cosine_adam(learning_rate: float, num_steps: int, final_fraction: float) -> 
 
 
 def make_svi(model, guide, learning_rate: float, num_steps: int, final_fraction: float, num_particles: int) -> SVI:
-    return SVI(model, guide, cosine_adam(learning_rate, num_steps, final_fraction), Trace_ELBO(num_particles))
+    return SVI(model, guide, cosine_adam(learning_rate, num_steps, final_fraction), OrderedTraceELBO(num_particles))
 
 
 def fit(svi: SVI, key, num_steps: int, *args: Any, init_params=None, **kwargs: Any) -> tuple[dict, jax.Array]:

@@ -26,13 +26,14 @@ import jax.numpy as jnp
 import numpy as np
 from numpyro import handlers
 from numpyro.distributions.transforms import biject_to
-from numpyro.infer import Predictive, Trace_ELBO
+from numpyro.infer import Predictive
 from numpyro.infer.autoguide import AutoDelta, AutoMultivariateNormal, AutoNormal
 
 from inference import optimise
 from inference import options as opt
 from inference.api import EngineOutput, register_engine
 from inference.chains import vmapped_chains
+from inference.elbo import OrderedTraceELBO
 from inference.program import conditioned_program, observed_args
 from zoo.errors import IncompatibleEngineError, OptionError
 from zoo.options import Option
@@ -125,7 +126,7 @@ def score_runner(spec, kind: str, num_particles: int):
 
     def one_score(guide_params, key, params, observed):
         guide = make_guide(spec, model, kind)
-        loss = Trace_ELBO(num_particles=num_particles, vectorize_particles=True)
+        loss = OrderedTraceELBO(num_particles=num_particles, vectorize_particles=True)
         return -loss.loss(key, guide_params, model, guide, params, **observed)
 
     return vmapped_chains(one_score)
