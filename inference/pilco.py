@@ -169,11 +169,6 @@ def gp_ssm_fit(
     return GPSSMFit(tr.with_weights(dyn), jax.device_get(g), log_lik, compile_s, run_s)
 
 
-def gp_ssm_dynamics(observed: dict, num_pseudo: int = 50, num_steps: int = 350, seed: int = 0) -> tr.GPDynamics:
-    """``gp_ssm_fit`` from cold: the dynamics only."""
-    return gp_ssm_fit(observed, num_pseudo=num_pseudo, num_steps=num_steps, seed=seed).dynamics
-
-
 def pseudo_gram_jitter(g) -> Array:
     """(D,): the jitter ``cholesky_with_jitter`` would add to each noise-free pseudo-input Gram K_e(X~, X~). The
     GP-SSM (M10) always carries ``zoo.gp.cholesky``'s relative jitter as part of the model it was trained as
@@ -195,16 +190,9 @@ def fit_dynamics(model: str, observed: dict, options: dict, warm=None) -> tuple[
     ``warm`` is the previous iteration's state."""
     if model == "ar-gp":
         return ar_gp_dynamics(observed, bucket=options["bucket"], num_steps=options["num_steps"]), None
-    o = options
-    previous = warm if o["warm_start"] else None
-    fit = gp_ssm_fit(
-        observed,
-        o["num_pseudo"],
-        o["num_steps"],
-        o["warm_steps"],
-        o["seed"],
-        None if previous is None else previous.params,
-    )
+    settings = {k: v for k, v in options.items() if k != "warm_start"}
+    previous = warm.params if options["warm_start"] and warm is not None else None
+    fit = gp_ssm_fit(observed, **settings, warm=previous)
     return fit.dynamics, fit
 
 
