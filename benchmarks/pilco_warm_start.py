@@ -18,6 +18,8 @@ import pickle
 import time
 from pathlib import Path
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 
 import zoo  # noqa: F401  (float64)
@@ -32,7 +34,8 @@ def one_step_rmse(dyn, trials: list) -> list[float]:
     y = np.concatenate([np.asarray(t.y[:-1]) for t in trials])
     u = np.concatenate([np.asarray(t.u) for t in trials])
     target = np.concatenate([np.asarray(t.y[1:]) for t in trials])
-    mean = np.stack([np.asarray(moments.predict_point(dyn.predictor, x, dyn.mean_fn)[0]) for x in np.hstack([y, u])])
+    inputs = jnp.asarray(np.hstack([y, u]))
+    mean = np.asarray(jax.vmap(moments.predict_point, in_axes=(None, 0, None))(dyn.predictor, inputs, dyn.mean_fn)[0])
     return np.sqrt(np.mean((target - mean) ** 2, axis=0)).round(5).tolist()
 
 
