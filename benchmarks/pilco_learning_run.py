@@ -1,9 +1,10 @@
 """One PILCO learning run (McHutchon Fig 4.2) on the cart-pole swing-up: wall time per phase and the outcome,
 resumable in chunks.
 
-Usage: ``python -m benchmarks.pilco_learning_run MODEL SEED OUT.jsonl [--iterations 10] [--tests 10]
-[--max-steps 100] [--noise-factor 1] [--warm-steps 50] [--cold] [--budget 1140] [--resume]``; pin it
-(``/tmp/oncore``). MODEL is ``ar-gp`` or ``gp-ssm``. ``inference.pilco.control_loop`` with 2 random roll-outs; the
+Usage: ``python -m benchmarks.pilco_learning_run MODEL SEED OUT.jsonl [--iterations 10] [--tests 10] [--max-steps
+100] [--noise-factor 1] [--warm-steps 50] [--cold] [--bucket 100] [--raw-angle] [--budget 1140] [--resume]``; pin it
+(``/tmp/oncore``). MODEL is ``ar-gp`` or ``gp-ssm``; the AR-GP sees sin and cos of the angle unless ``--raw-angle``,
+and pads its data to a multiple of ``--bucket`` rows. ``inference.pilco.control_loop`` with 2 random roll-outs; the
 GP-SSM's dynamics fit is warm-started from the previous iteration's (``--warm-steps`` L-BFGS steps; ``--cold``
 retrains from Algorithm 1's initialisation every time). After every iteration OUT holds one JSON line per iteration
 so far: wall seconds of the dynamics training, of the policy optimisation (compilation included, so the first
@@ -34,7 +35,7 @@ from zoo.errors import OptionError
 from zoo.pilco import plant
 
 # the arguments a resumed run must share with the run it continues (the rest may change between chunks)
-SAME_RUN = ("model", "seed", "tests", "max_steps", "noise_factor", "warm_steps", "cold")
+SAME_RUN = ("model", "seed", "tests", "max_steps", "noise_factor", "warm_steps", "cold", "raw_angle")
 
 
 class BudgetSpent(Exception):
@@ -52,6 +53,7 @@ def iteration_line(args: argparse.Namespace, result: pilco.LoopResult, i: int, c
         "seed": args.seed,
         "noise_factor": args.noise_factor,
         "warm_start": not args.cold and i > 0 and args.model == "gp-ssm",
+        "angle_inputs": args.model == "ar-gp" and not args.raw_angle,
         "iteration": i + 1,
         "chunk": chunk,
         "data_points": 50 * (len(result.trials) - len(result.predicted) + i),
@@ -98,13 +100,18 @@ def main() -> None:
     parser.add_argument("--noise-factor", type=float, default=1.0)
     parser.add_argument("--warm-steps", type=int, default=pilco.GPSSM_OPTIONS["warm_steps"].default)
     parser.add_argument("--cold", action="store_true", help="retrain the GP-SSM from cold every iteration")
+    parser.add_argument("--bucket", type=int, default=pilco.AR_GP_OPTIONS["bucket"].default, help="AR-GP padding")
+    parser.add_argument("--raw-angle", action="store_true", help="the AR-GP sees the angle, not its sin and cos")
     parser.add_argument("--budget", type=float, default=1140.0)
     parser.add_argument("--resume", action="store_true")
     args = parser.parse_args()
     start = time.perf_counter()
     resume, lines = load(args) if args.resume else (None, [])
     chunk = 1 + max((line["chunk"] for line in lines), default=0)
-    options = {"warm_steps": args.warm_steps, "warm_start": not args.cold} if args.model == "gp-ssm" else {}
+    if args.model == "gp-ssm":
+        options = {"warm_steps": args.warm_steps, "warm_start": not args.cold}
+    else:
+        options = {"bucket": args.bucket, "angle_inputs": not args.raw_angle}
 
     def record(result: pilco.LoopResult) -> None:
         i = len(result.predicted) - 1

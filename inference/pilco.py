@@ -2,9 +2,10 @@
 ``inference.run``, policy optimisation by L-BFGS on the predicted long-term cost, and the control loop (Fig 4.2).
 
 * ``learn_dynamics(model, observed)``: ``"ar-gp"`` is the original PILCO model, D GPs on the observed pairs
-  [y_{t-1}; u_{t-1}] -> y_t with identity mean (eq. 4.17), by ``inference.ar1.fit_ar1_gp`` (``gp/regression``
-  under ``ml2``); ``"gp-ssm"`` is the direct-method GP-SSM (``gpssm/sparse-cartpole`` under the ``direct``
-  engine, "without further modifications"). Both return a ``zoo.pilco.trajectory.GPDynamics``.
+  [y_{t-1}; u_{t-1}] -> y_t with identity mean (eq. 4.17), by ML-II ``gp/regression`` fits under ``ml2`` (the AR1-GP's
+  settings), seeing sin and cos of the pendulum angle by default (docs/sources/mchutchon.md#pilco-angle-inputs);
+  ``"gp-ssm"`` is the direct-method GP-SSM (``gpssm/sparse-cartpole`` under the ``direct`` engine, "without further
+  modifications"). Both return a ``zoo.pilco.trajectory.GPDynamics``.
 * ``optimise_policy``: L-BFGS (optax, zoom line search, as ``ml2``) on sum_t E[L(x_t)] by moment matching
   (eqs. 4.19-4.23) or by particles with frozen random numbers (M18), gradients by autodiff through the trajectory.
 * ``control_loop``: random roll-outs, then repeat {learn dynamics, optimise policy, roll out on the true plant}.
@@ -41,6 +42,7 @@ from zoo.gpssm import ar1_regression_data
 from zoo.kernels import SquaredExponential
 from zoo.options import Option, validate
 from zoo.pilco import cost as costs
+from zoo.pilco import inputs as gp_inputs
 from zoo.pilco import plant, policies
 from zoo.pilco import trajectory as tr
 
@@ -80,21 +82,48 @@ def bucketed(n: int, bucket: int) -> int:
     return n if bucket < 1 else -(-n // bucket) * bucket
 
 
-def ar_gp_dynamics(observed: dict, bucket: int = 100, num_steps: int = ar1.NUM_STEPS) -> tr.GPDynamics:
+def fit_gps(X: np.ndarray, R: np.ndarray, num_steps: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """ML-II GPs (``gp/regression`` under ``ml2``) of each column of R (N, E) on inputs X (N, D_in), with the AR1-GP's
+    settings and starting values (``inference.ar1``): (signal_var (E,), lengthscale (E, D_in), noise_var (E,))."""
+    fits = []
+    for r in R.T:
+        var = np.var(r) + 1e-6
+        idata = run(
+            "gp/regression",
+            {"X": X, "y": r},
+            engine="ml2",
+            optimizer="adam",
+            num_steps=num_steps,
+            learning_rate=ar1.LEARNING_RATE,
+            init={"variance": var, "noise": 0.1 * var, "lengthscale": np.std(X, 0) + 1e-3},
+        )
+        fits.append([np.asarray(idata.point_estimates[k].values[0]) for k in ("variance", "lengthscale", "noise")])
+    return tuple(np.stack(column) for column in zip(*fits, strict=True))
+
+
+def ar_gp_dynamics(
+    observed: dict, bucket: int = 100, num_steps: int = ar1.NUM_STEPS, angle: int | None = None
+) -> tr.GPDynamics:
     """PILCO's AR-GP (eq. 4.17): ML-II GPs on observed transitions, identity mean, its noise on every prediction.
-    The controller sees the model's state directly (obs_var = 0): the AR-GP's state is the observation. K + sn2 I is
-    factorised without jitter unless that fails; ``jitter`` (D,) records what each output needed."""
-    fit = ar1.fit_ar1_gp(observed, "identity", num_steps=num_steps)
+    ``angle``: the GP sees sin and cos of that state coordinate instead of the coordinate (PILCO's ``dyni``,
+    docs/sources/mchutchon.md#pilco-angle-inputs); None: the raw [y; u]. The controller sees the model's state
+    directly (obs_var = 0): the AR-GP's state is the observation. K + sn2 I is factorised without jitter unless that
+    fails; ``jitter`` (D,) records what each output needed."""
     X, R, A, b = ar1_regression_data(observed, "identity")
+    inputs = None if angle is None else gp_inputs.angle_map(X.shape[1], angle)
+    if inputs is not None:
+        X = np.asarray(jax.vmap(gp_inputs.apply, in_axes=(None, 0))(inputs, jnp.asarray(X)))
+    signal_var, lengthscale, noise_var = fit_gps(X, R, num_steps)
     X, R = pad_far(X, R, bucketed(X.shape[0], bucket))
-    predictor, jitter = moments.exact_gp_predictor_with_jitter(X, R, fit.signal_var, fit.lengthscale, fit.noise_var)
+    predictor, jitter = moments.exact_gp_predictor_with_jitter(X, R, signal_var, lengthscale, noise_var)
     D = R.shape[1]
     dyn = tr.GPDynamics(
         predictor,
         moments.LinearMean(jnp.asarray(A), jnp.asarray(b)),
-        jnp.asarray(fit.noise_var),
+        jnp.asarray(noise_var),
         jnp.zeros(D),
         jitter=jitter,
+        inputs=inputs,
     )
     return tr.with_weights(dyn)
 
@@ -110,6 +139,7 @@ GPSSM_OPTIONS = {
 AR_GP_OPTIONS = {
     "bucket": Option("int", 100, "pad the training set to a multiple of this many rows (0: no padding)", minimum=0),
     "num_steps": opt.num_steps(ar1.NUM_STEPS, doc="Adam steps of each output's ML-II fit"),
+    "angle_inputs": Option("bool", True, "the GP sees sin and cos of the pendulum angle, not the angle (PILCO's dyni)"),
 }
 DYNAMICS_OPTIONS = {"ar-gp": AR_GP_OPTIONS, "gp-ssm": GPSSM_OPTIONS}
 
@@ -189,7 +219,8 @@ def fit_dynamics(model: str, observed: dict, options: dict, warm=None) -> tuple[
     for the AR-GP, whose ML-II fits are cheap and always start cold). ``options`` as returned by ``validated_options``;
     ``warm`` is the previous iteration's state."""
     if model == "ar-gp":
-        return ar_gp_dynamics(observed, bucket=options["bucket"], num_steps=options["num_steps"]), None
+        angle = plant.ANGLE if options["angle_inputs"] else None
+        return ar_gp_dynamics(observed, bucket=options["bucket"], num_steps=options["num_steps"], angle=angle), None
     settings = {k: v for k, v in options.items() if k != "warm_start"}
     previous = warm.params if options["warm_start"] and warm is not None else None
     fit = gp_ssm_fit(observed, **settings, warm=previous)

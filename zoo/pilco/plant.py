@@ -23,6 +23,7 @@ from zoo.pilco.cost import SaturatingCost, tip_cost
 Array = Any
 
 OBS_STD_TABLE_4_1 = ssm_systems.CARTPOLE_OBS_STD_TABLE_4_1
+ANGLE = 3  # the pendulum angle's index in the state
 
 
 @dataclass(frozen=True, eq=False)

@@ -23,6 +23,7 @@ from jax.scipy.linalg import cho_solve
 
 from zoo import moments
 from zoo.pilco import cost as costs
+from zoo.pilco import inputs as gp_inputs
 from zoo.pilco import policies
 
 Array = Any
@@ -32,7 +33,8 @@ class GPDynamics(NamedTuple):
     """predictor: SE-GP over [x; u] (D outputs); mean_fn: linear mean; noise_var (D,) added to every prediction;
     obs_var (D,): the observation noise the controller sees; weights: ``moments.variance_weights(predictor)``
     (D, M, M) or None (then formed once per trajectory, ``with_weights``); jitter (D,): what the factorisation of
-    each output's Gram matrix needed (0: none; ``zoo.gp.cholesky_with_jitter``)."""
+    each output's Gram matrix needed (0: none; ``zoo.gp.cholesky_with_jitter``); inputs: what the GP sees of [x; u]
+    (``zoo.pilco.inputs.InputMap``; None: [x; u] itself). The mean is always a function of [x; u]."""
 
     predictor: moments.SEPredictor
     mean_fn: moments.LinearMean
@@ -40,6 +42,7 @@ class GPDynamics(NamedTuple):
     obs_var: Array
     weights: Array | None = None
     jitter: Array | None = None
+    inputs: gp_inputs.InputMap | None = None
 
 
 def with_weights(dyn: GPDynamics) -> GPDynamics:
@@ -58,9 +61,18 @@ def state_action(dyn: GPDynamics, policy, u_max: float, m: Array, S: Array) -> t
 def mm_step(dyn: GPDynamics, policy, u_max: float, m: Array, S: Array) -> tuple[Array, Array]:
     """x_{t+1} ~ N(mean (D,), cov (D, D)) from x_t ~ N(m, S) (eq. 4.22)."""
     mj, Sj = state_action(dyn, policy, u_max, m, S)
-    mm = moments.predict_moments(dyn.predictor, mj, Sj, dyn.mean_fn, dyn.weights)
-    cov = mm.cov + jnp.diag(dyn.noise_var)
-    return mm.mean, 0.5 * (cov + cov.T)
+    if dyn.inputs is None:
+        mm = moments.predict_moments(dyn.predictor, mj, Sj, dyn.mean_fn, dyn.weights)
+        mean, cov = mm.mean, mm.cov
+    else:  # the GP at the moment-matched GP input, Cov[[x; u], f] by the chain rule (zoo.pilco.inputs)
+        ma, Sa, cross = gp_inputs.input_moments(dyn.inputs, mj, Sj)
+        mm = moments.predict_moments(dyn.predictor, ma, Sa, None, dyn.weights)
+        A, b = dyn.mean_fn
+        AC = A @ cross @ gp_inputs.expected_gradient(dyn.predictor, ma, Sa)
+        mean = mm.mean + A @ mj + b
+        cov = mm.cov + A @ Sj @ A.T + AC + AC.T
+    cov = cov + jnp.diag(dyn.noise_var)
+    return mean, 0.5 * (cov + cov.T)
 
 
 def mm_trajectory(dyn: GPDynamics, policy, u_max: float, cost, m0: Array, S0: Array, horizon: int):
@@ -102,7 +114,10 @@ def particle_trajectory(dyn: GPDynamics, policy, u_max: float, cost, m0: Array, 
 
     def one(x, nu, eps):
         u = policies.action(policy, x + jnp.sqrt(dyn.obs_var) * nu, u_max)
-        mean, var = moments.predict_point(dyn.predictor, jnp.concatenate([x, u]), dyn.mean_fn)
+        j = jnp.concatenate([x, u])
+        a = j if dyn.inputs is None else gp_inputs.apply(dyn.inputs, j)
+        mean, var = moments.predict_point(dyn.predictor, a, None)
+        mean = mean + dyn.mean_fn.A @ j + dyn.mean_fn.b
         return mean + jnp.sqrt(var + dyn.noise_var) * eps
 
     def step(x, inputs):
