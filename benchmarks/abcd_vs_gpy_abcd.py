@@ -4,6 +4,7 @@ Usage::
 
     python -m benchmarks.peers install gpy-abcd          # once: GPy-ABCD in its own venv (benchmarks/peers.py)
     python -m benchmarks.abcd_vs_gpy_abcd --depth 2 --restarts 3 [--side ours|theirs|both] [--results DIR]
+        [--optimizer host-lbfgs|lbfgs]
 
 Pin it (``taskset -c 1 ...``). Each search runs in its own process: ours through this interpreter (with
 ``ZOO_JAX_CACHE_DIR=off``, so every candidate's compilation is in its time), GPy-ABCD's through the peer's
@@ -17,7 +18,9 @@ a beam of 1 (the thesis's greedy search), BIC as the score, no early stop, one p
 fits per second beside wall time:
 
 * ours: ``inference.structure_search.search`` defaults: base kernels SE, RQ, Lin, Per and operators C.1-C.11;
-  depth 1 is the base kernels; ML-II by L-BFGS (at most 300 steps), restarts jittered around data-scaled starts.
+  depth 1 is the base kernels; ML-II by L-BFGS (at most 300 steps), restarts jittered around data-scaled starts;
+  ``--optimizer``: ml2's ``host-lbfgs`` (the search's default: scipy's L-BFGS over a compiled value-and-gradient)
+  or ``lbfgs`` (optax's, the restarts vmapped in one compiled while_loop: the search before 2026-11-24).
 * GPy-ABCD 1.2.3: ``explore_model_space`` with its ``Default`` start kernels (round 0: WN, C, LIN, PER, LIN x LIN,
   LIN x LIN x LIN, PER + C, CP and CW of LIN) and ``Default`` production rules; SE is in neither (its config
   leaves SE out of expansions). Its round 0 is our depth 1, so it runs ``rounds = depth - 1``. GPy's L-BFGS-B
@@ -63,6 +66,7 @@ SERIES = "01-airline"
 MAX_DEPTH = 10
 SIDES = ("ours", "theirs", "both")
 PEER_GRAMMARS = ("default", "original")
+OPTIMIZERS = ("host-lbfgs", "lbfgs")
 
 # Runs inside the peer's venv: argv[1] a JSON file {x, y, depth, restarts, seed, grammar}; prints one JSON line.
 GPY_ABCD_SCRIPT = r"""
@@ -137,13 +141,23 @@ def _ours_worker(cfg: dict) -> dict:
     x, y = np.asarray(cfg["x"]), np.asarray(cfg["y"])
     t0 = time.perf_counter()
     result = search(
-        x, y, depth=cfg["depth"], restarts=cfg["restarts"], patience=cfg["depth"], seed=cfg["seed"], width=1
+        x,
+        y,
+        depth=cfg["depth"],
+        restarts=cfg["restarts"],
+        patience=cfg["depth"],
+        seed=cfg["seed"],
+        width=1,
+        optimizer=cfg["optimizer"],
     )
     wall_s = time.perf_counter() - t0
     best = result.best
     depths = sorted({f.depth for f in result.trace})
     return {
         "wall_s": wall_s,
+        "compile_s": sum(f.compile_s for f in result.trace),
+        "run_s": sum(f.run_s for f in result.trace),
+        "optimizer": cfg["optimizer"],
         "fits": len(result.trace),
         "fits_per_level": [sum(f.depth == d for f in result.trace) for d in depths],
         "failed": sum(not f.ok for f in result.trace),
@@ -179,7 +193,15 @@ def run_theirs(cfg: dict, tmp: Path, python: Path) -> dict:
     return _run_json([str(python), str(tmp / "gpy_abcd_run.py"), str(tmp / "theirs.json")])
 
 
-def refit_ours(expression: str, x: np.ndarray, y: np.ndarray, restarts: int, seed: int, draws: int = 3) -> dict:
+def refit_ours(
+    expression: str,
+    x: np.ndarray,
+    y: np.ndarray,
+    restarts: int,
+    seed: int,
+    draws: int = 3,
+    optimizer: str = "host-lbfgs",
+) -> dict:
     """Structure ``expression`` fitted by our ML-II as a candidate of our search would be (``draws`` data-scaled
     starts, each with ``restarts`` jittered restarts, within the periodic bounds) and scored by our BIC."""
     X = x[:, None]
@@ -197,6 +219,7 @@ def refit_ours(expression: str, x: np.ndarray, y: np.ndarray, restarts: int, see
                 restarts,
                 seed=int(rng.integers(2**31)),
                 bounds=PeriodBounds.of(X),
+                optimizer=optimizer,
             )
         except FitFailure:
             continue
@@ -249,6 +272,7 @@ def table_rows(ours: dict | None, theirs: dict | None, refit: dict | None) -> li
         row["their_bic"] = -2.0 * r["bic"] if ours_scale else r["bic"]
         if "wall_s" in r:
             row |= {"wall_s": r["wall_s"], "process_s": r["process_s"], "fits": r["fits"]}
+            row["compile_s"] = r.get("compile_s")
             row["fits_per_s"] = r["fits"] / r["wall_s"]
         rows.append(row)
     return rows
@@ -257,14 +281,15 @@ def table_rows(ours: dict | None, theirs: dict | None, refit: dict | None) -> li
 def markdown(ours: dict | None, theirs: dict | None, refit: dict | None) -> str:
     """The comparison table; a side not run shows n/a."""
     lines = [
-        "| search | wall (s) | process (s) | candidate fits | fits / s | final kernel | log p(y_s) | k "
+        "| search | wall (s) | compile (s) | process (s) | candidate fits | fits / s | final kernel | log p(y_s) | k "
         "| -2 log p + k log n | log p - k/2 log n |",
-        "|---|---:|---:|---:|---:|---|---:|---:|---:|---:|",
+        "|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|",
     ]
     for r in table_rows(ours, theirs, refit):
         g = r.get
         lines.append(
-            f"| {r['search']} | {_fmt(g('wall_s'), '.1f')} | {_fmt(g('process_s'), '.1f')} | {_fmt(g('fits'), 'd')} "
+            f"| {r['search']} | {_fmt(g('wall_s'), '.1f')} | {_fmt(g('compile_s'), '.1f')} "
+            f"| {_fmt(g('process_s'), '.1f')} | {_fmt(g('fits'), 'd')} "
             f"| {_fmt(g('fits_per_s'), '.3f')} | {g('kernel') or 'n/a'} | {_fmt(g('log_likelihood'), '.2f')} "
             f"| {_fmt(g('k'), 'd')} | {_fmt(g('their_bic'), '.2f')} | {_fmt(g('our_bic'), '.2f')} |"
         )
@@ -272,7 +297,7 @@ def markdown(ours: dict | None, theirs: dict | None, refit: dict | None) -> str:
 
 
 def _result_path(results: Path, side: str, args) -> Path:
-    grammar = "" if side == "ours" else f"_{args.peer_grammar}"
+    grammar = f"_{args.optimizer}" if side == "ours" else f"_{args.peer_grammar}"
     return results / f"{side}_depth{args.depth}_restarts{args.restarts}_seed{args.seed}{grammar}.json"
 
 
@@ -293,6 +318,7 @@ def compare(args) -> str:
         "restarts": args.restarts,
         "seed": args.seed,
         "grammar": args.peer_grammar,
+        "optimizer": args.optimizer,
     }
     results = Path(args.results)
     results.mkdir(parents=True, exist_ok=True)
@@ -306,13 +332,15 @@ def compare(args) -> str:
     if theirs is not None and not args.no_refit:
         refit_path = results / (_result_path(results, "theirs", args).stem + "_refit.json")
         refit = _load(refit_path)
-        if refit is None or refit.get("source") != theirs["kernel"]:
-            refit = refit_ours(to_zoo_expression(theirs["kernel"]), x, y, args.restarts, args.seed)
-            refit["source"] = theirs["kernel"]
+        if refit is None or refit.get("source") != theirs["kernel"] or refit.get("optimizer") != args.optimizer:
+            refit = refit_ours(
+                to_zoo_expression(theirs["kernel"]), x, y, args.restarts, args.seed, optimizer=args.optimizer
+            )
+            refit["source"], refit["optimizer"] = theirs["kernel"], args.optimizer
             atomic_write_text(refit_path, json.dumps(refit))
     title = (
         f"{SERIES} training split (n = {len(y)}, standardised), depth {args.depth}, {args.restarts} restarts per "
-        f"candidate, beam 1, seed {args.seed}; GPy-ABCD grammar {args.peer_grammar!r}"
+        f"candidate, beam 1, seed {args.seed}; our optimizer {args.optimizer!r}; GPy-ABCD grammar {args.peer_grammar!r}"
     )
     return title + "\n\n" + markdown(ours, theirs, refit)
 
@@ -324,6 +352,7 @@ def main(argv=None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--side", choices=SIDES, default="both", help="which search(es) to run now")
     parser.add_argument("--peer-grammar", choices=PEER_GRAMMARS, default="default")
+    parser.add_argument("--optimizer", choices=OPTIMIZERS, default="host-lbfgs", help="ml2 optimizer of our search")
     parser.add_argument("--results", default="bench_results/abcd_vs_gpy_abcd", help="where each side's JSON is kept")
     parser.add_argument("--no-refit", action="store_true", help="skip refitting GPy-ABCD's structure by our ML-II")
     parser.add_argument("--worker", help=argparse.SUPPRESS)

@@ -58,3 +58,36 @@ def lbfgs(loss, z0: Any, max_steps: int, tol: float) -> tuple[Any, jax.Array, ja
     init = (z0, solver.init(z0), jnp.asarray(0), jnp.full(max_steps, jnp.nan))
     z, _, steps, losses = jax.lax.while_loop(running, step, init)
     return z, losses, steps
+
+
+def host_lbfgs(value_and_grad, z0, max_steps: int, gtol: float, ftol: float):
+    """Minimise from ``z0`` (1-D float64 array) by scipy's L-BFGS-B without bounds (i.e. L-BFGS, More-Thuente line
+    search), driven from the host: ``value_and_grad(z) -> (loss, grad)`` is called once per evaluation, typically
+    a compiled function, so only it is compiled (a small program, seconds less than ``lbfgs``'s while_loop with
+    its zoom line search). Stops when the largest gradient component is <= ``gtol``, when an iteration lowers the
+    loss by <= ``ftol`` relative to max(|f|, 1) (scipy's factr criterion), or after ``max_steps`` iterations.
+    A non-finite loss is returned to scipy as +inf with a zero gradient, so its line search steps back.
+
+    Returns (z, losses (max_steps,): the loss before each iteration, NaN past the last; iterations run)."""
+    import numpy as np
+    from scipy.optimize import minimize
+
+    def fun(z):
+        value, grad = value_and_grad(z)
+        value, grad = float(value), np.asarray(grad, float)
+        if not (np.isfinite(value) and np.all(np.isfinite(grad))):
+            return np.inf, np.zeros_like(grad)
+        return value, grad
+
+    losses = np.full(max_steps, np.nan)
+    losses[0] = fun(np.asarray(z0, float))[0]
+    steps = [0]
+
+    def record(intermediate_result):
+        steps[0] += 1
+        if steps[0] < max_steps:
+            losses[steps[0]] = intermediate_result.fun
+
+    options = {"maxiter": max_steps, "gtol": gtol, "ftol": ftol, "maxfun": 20 * max_steps}
+    result = minimize(fun, np.asarray(z0, float), jac=True, method="L-BFGS-B", callback=record, options=options)
+    return result.x, losses, max(int(result.nit), 1)

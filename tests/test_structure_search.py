@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from inference.structure_search import SearchError, scores, search, structure_posterior
-from inference.structure_search.fit import FitFailure
+from inference.structure_search.fit import FitFailure, fit_ml2
 from zoo import gp
 from zoo.errors import DataError, OptionError
 from zoo.kernels import parse
@@ -170,6 +170,7 @@ def test_structure_posterior():
         ([0, 1, 2], [0, 1, 2], {}, DataError, "cannot fit even the smallest"),
         ([0, 1, 2, 3, 4, 5], [0, 1, 2, 3, 4, 5], {"depth": 0}, OptionError, "depth"),
         ([0, 1, 2, 3, 4, 5], [0, 1, 2, 3, 4, 5], {"score": "aic"}, OptionError, "score"),
+        ([0, 1, 2, 3, 4, 5], [0, 1, 2, 3, 4, 5], {"optimizer": "bfgs"}, OptionError, "optimizer"),
         ([0, 1, 2, 3, 4, 5], [1, 1, 1, 1, 1, 1], {}, DataError, "constant"),
     ],
 )
@@ -222,6 +223,23 @@ def test_zoo_search_writes_the_trace_and_the_report(tmp_path):
     assert json.loads((tmp_path / "trace.json").read_text())["best"] == "Lin"
     html = (tmp_path / "report" / "series.html").read_text()
     assert "Lin" in (tmp_path / "report" / "series.md").read_text() and "<html" in html
+
+
+def test_host_lbfgs_reaches_the_optimum_of_the_in_graph_lbfgs(linear_search):
+    """The search's optimizer (ml2 ``host-lbfgs``: scipy's L-BFGS over a compiled value-and-gradient) and ml2's
+    default optax L-BFGS, both from the same starts, on Lin + the noise (a unimodal marginal likelihood) for the
+    search's standardised line. scipy stops when an iteration gains < 2.2e-9 relative (|log p| ~ 10 here: ~2e-8
+    nats) or the largest gradient component is < 1e-6, optax when the gradient norm is < 1e-6; both are then within
+    ~1e-7 nats of the optimum, so 1e-5 nats is loose for agreement and far tighter than any non-optimum."""
+    result = linear_search[0]
+    Xs, ys = result.standardisation.inputs(result.X), result.standardisation.targets(result.y)
+    host = fit_ml2("Lin", Xs, ys, restarts=1, num_steps=200, optimizer="host-lbfgs")
+    graph = fit_ml2("Lin", Xs, ys, restarts=1, num_steps=200, optimizer="lbfgs")  # one chain: compiles faster
+    assert host.log_likelihood == pytest.approx(graph.log_likelihood, abs=1e-5)
+    assert host.noise == pytest.approx(graph.noise, rel=1e-2)
+    assert host.run_s > 0
+    # the search's own fits used host-lbfgs, each compiling its program once (the fixture ran them first)
+    assert result.options["optimizer"] == "host-lbfgs" and all(f.compile_s > 0 for f in result.trace)
 
 
 def test_a_failing_candidate_is_recorded_and_the_search_goes_on(monkeypatch, linear_search):

@@ -35,6 +35,8 @@ class FitOutcome:
     wall_s: float
     rejected: list = dataclasses.field(default_factory=list)  # per restart: the bounds it broke (empty: kept)
     chain: int = 0  # which restart was kept
+    compile_s: float = 0.0  # of wall_s: XLA compilation (the rest: the optimisation and Python)
+    run_s: float = 0.0  # of wall_s: the compiled program's calls
 
 
 def start_values(kernel: Kernel, noise: float | None = None) -> dict[str, np.ndarray]:
@@ -55,13 +57,16 @@ def fit_ml2(
     seed: int = 0,
     bounds: PeriodBounds | None = None,
     init: Mapping[str, float] | None = None,
+    optimizer: str = "lbfgs",
 ) -> FitOutcome:
     """ML-II of ``gp/regression`` with ``kernel``'s structure on (X (n, D), y (n,)); the restart with the highest
     log marginal likelihood among those within ``bounds`` (all, without bounds) is kept.
 
     Chain 0 starts at ``init`` (constrained values by site name, e.g. ``se0_lengthscale``, ``noise``), then for a
     ``Kernel`` at its own hyperparameters and ``noise``, and for the rest (every site of an expression string) at the
-    model's defaults (every hyperparameter 1, noise 0.1)."""
+    model's defaults (every hyperparameter 1, noise 0.1). ``optimizer``: ml2's, "lbfgs" (optax, restarts vmapped in
+    one compiled program) or "host-lbfgs" (scipy's L-BFGS over a compiled value-and-gradient, restarts one after
+    another: compiles several times faster; docs/performance.md#structure-search)."""
     expression = kernel if isinstance(kernel, str) else str(kernel)
     start = {} if isinstance(kernel, str) else start_values(kernel)
     if noise is not None:
@@ -75,6 +80,7 @@ def fit_ml2(
         num_steps=num_steps,
         init={**start, **(init or {})},
         init_radius=jitter,
+        optimizer=optimizer,
     )
     logliks = np.asarray(idata.point_estimates["log_likelihood"].values, float)
     if not np.any(np.isfinite(logliks)):
@@ -93,4 +99,6 @@ def fit_ml2(
         float(idata.posterior.attrs["wall_s"]),
         violations,
         chain,
+        float(idata.posterior.attrs["compile_s"]),
+        float(idata.posterior.attrs["run_s"]),
     )

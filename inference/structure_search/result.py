@@ -67,6 +67,8 @@ class Fitted:
     scores: dict = dataclasses.field(default_factory=dict)
     restart_log_likelihoods: list = dataclasses.field(default_factory=list)
     wall_s: float = 0.0
+    compile_s: float = 0.0  # of wall_s: XLA compilation of the candidate's ML-II
+    run_s: float = 0.0  # of wall_s: the compiled program's calls
     error: str | None = None
 
     @property

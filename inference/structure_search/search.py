@@ -7,8 +7,10 @@ so far (width 1: the thesis's greedy search) are expanded by every operator of t
 (canonical form, ``zoo.structure``) is fitted by ML-II from several restarts (``fit.py``) and scored; structures
 already fitted at an earlier depth are not fitted again. The search stops at ``depth`` or when the best score has
 not improved for ``patience`` depths, and returns the best candidate over all depths with the whole trace.
-Candidates of a depth are independent; on one machine they are fitted in a loop, each one compiled program whose
-restarts are vmapped chains. A candidate that fails (numerical failure, an error of the engine) is recorded with
+Candidates of a depth are independent; on one machine they are fitted in a loop, each by its own compiled
+marginal likelihood and gradient, the restarts run by scipy's L-BFGS one after another (ml2's ``host-lbfgs``; or
+``optimizer="lbfgs"``: optax's L-BFGS with the restarts as vmapped chains of one larger compiled program).
+A candidate that fails (numerical failure, an error of the engine) is recorded with
 its error and score -inf, and the search goes on.
 """
 
@@ -80,6 +82,7 @@ def search(
     jitter: float = 1.0,
     num_steps: int = 300,
     patience: int = 2,
+    optimizer: str = "host-lbfgs",
     seed: int = 0,
     score_options: dict | None = None,
     progress: Callable[[str], None] | None = None,
@@ -89,11 +92,16 @@ def search(
     depth: the number of expansion rounds (depth 1: the base kernels alone). base: base-kernel names. operators:
     grammar operators (default all of C.1-C.11 for one input column, C.1-C.3 for several). score: "bic" (the
     thesis), "laplace" or "tsmc" (``scores.py``); BIC is recorded for every candidate whatever ranks them.
-    width: the beam. restarts: ML-II restarts per candidate (chains). progress: a line printer (default stderr).
+    width: the beam. restarts: ML-II restarts per candidate (chains). optimizer: ml2's optimizer for every candidate
+    ("host-lbfgs": scipy's L-BFGS over one compiled value-and-gradient, a program that compiles in about a second;
+    "lbfgs": optax's L-BFGS in one compiled while_loop, 5-9 s of compilation per candidate and slow on flat
+    optima; docs/performance.md#structure-search). progress: a line printer (default stderr).
     """
     X, y = check_data(X, y)
     depth, width = _positive_int("depth", depth), _positive_int("width", width)
     restarts, patience = _positive_int("restarts", restarts), _positive_int("patience", patience)
+    if optimizer not in ("lbfgs", "host-lbfgs"):
+        raise OptionError(f"optimizer must be 'lbfgs' or 'host-lbfgs', got {optimizer!r}.")
     if score not in SCORES:
         raise OptionError(f"score must be one of {list(SCORES)}, got {score!r}.")
     D = X.shape[1]
@@ -118,6 +126,7 @@ def search(
         "restarts": restarts,
         "jitter": jitter,
         "num_steps": num_steps,
+        "optimizer": optimizer,
         "patience": patience,
         "seed": seed,
         "score_options": dict(score_options or {}),
@@ -149,7 +158,7 @@ def search(
             leader = f"{best.expression} ({best.score:.2f})" if best else "-"
             say(
                 f"depth {level} [{i + 1}/{len(todo)}] {entry.expression}: {score} {status}, "
-                f"{entry.wall_s:.1f} s; best {leader}"
+                f"{entry.wall_s:.1f} s (compile {entry.compile_s:.1f} s); best {leader}"
             )
         ok = sorted((e for e in this_level if e.ok), key=lambda e: e.score, reverse=True)
         if not ok:
@@ -172,8 +181,18 @@ def _evaluate(cand, parent, level: int, Xs, ys, noise: float, options: dict, see
     t0 = time.perf_counter()
     try:
         fit = fit_ml2(
-            cand.kernel, Xs, ys, noise, options["restarts"], options["jitter"], options["num_steps"], seed, bounds
+            cand.kernel,
+            Xs,
+            ys,
+            noise,
+            options["restarts"],
+            options["jitter"],
+            options["num_steps"],
+            seed,
+            bounds,
+            optimizer=options["optimizer"],
         )
+        entry.compile_s, entry.run_s = fit.compile_s, fit.run_s
         entry.kernel, entry.noise, entry.log_likelihood = fit.kernel, fit.noise, fit.log_likelihood
         entry.restart_log_likelihoods = fit.restart_log_likelihoods
         entry.num_params = num_params(fit.kernel, Xs.shape[1]) + 1
