@@ -2,9 +2,10 @@
 docs/architecture.md#exactness).
 
 The program's potential on NumPyro's unconstrained space (log-Jacobian included) is BlackJAX's log density.
-Per chain: window adaptation (step size and mass matrix), then a ``lax.scan`` of kernel steps; the chains run inside
-one ``jit`` that is compiled once per (model, options, shapes) and reused across seeds and data of the same shapes
-(the start search included). Draws are mapped back to constrained values (deterministic sites included).
+Per chain: one ``lax.scan`` whose first steps adapt the step size and mass matrix (BlackJAX's window adaptation,
+``stan_adaptation``) and whose later steps sample with the adapted values; the chains run inside one ``jit`` that
+is compiled once per (model, options, shapes) and reused across seeds and data of the same shapes (the start search
+included). Draws are mapped back to constrained values (deterministic sites included).
 
 Chains (``chain_method``, docs/performance.md#nuts): ``sequential`` (default) runs them one after another in that
 program (``lax.map``); ``vectorized`` vmaps them in lockstep. A NUTS tree's length varies from step to step and chain
@@ -20,7 +21,8 @@ from typing import Any
 import blackjax
 import jax
 import jax.numpy as jnp
-from blackjax.adaptation.base import get_filter_adapt_info_fn
+from blackjax.adaptation.metric_recipes import lookup_recipe
+from blackjax.adaptation.staged_adaptation import _make_engine, build_schedule
 from numpyro.infer.initialization import init_to_uniform
 from numpyro.infer.util import constrain_fn, initialize_model, potential_energy
 
@@ -88,14 +90,38 @@ def _eager_initial_positions(model, keys, params, observed, radius: float) -> di
     return info.param_info.z
 
 
+def stan_adaptation(dense_mass: bool, target_accept: float):
+    """BlackJAX's window adaptation (Stan's schedule: step size by dual averaging, mass matrix by Welford over
+    doubling windows) as ``(init, update, final)`` functions rather than as a ``run`` that owns its own scan.
+
+    ``blackjax.window_adaptation(...).run`` scans the warm-up by itself, so warm-up followed by a sampling scan
+    compiles the whole NUTS kernel (its tree-building ``while_loop`` and the model's gradient) twice. These are the
+    same functions ``window_adaptation`` builds (its recipe, its engine), so one scan can drive both phases
+    (``sampler``): about half the program to compile, the same draws (``tests/test_nuts.py`` checks them against
+    ``window_adaptation`` followed by the tuned kernel). ``_make_engine`` is private in BlackJAX 1.7; the test
+    catches a release that changes it.
+    """
+    recipe = "welford_dense" if dense_mass else "welford_diag"
+    core = lookup_recipe(recipe).build_core()
+    return _make_engine(core, target_acceptance_rate=target_accept)
+
+
 @cache
 def sampler(model, algorithm: str, num_warmup: int, num_samples: int, static: tuple):
     """Chains ``((keys (C,), z0 (C, ...)), params, observed) -> (constrained draws (C, S, ...), stats (C, S),
-    warmup_steps (C,))`` (``inference.chains``): each chain starts from its own key and unconstrained point."""
+    warmup_steps (C,))`` (``inference.chains``): each chain starts from its own key and unconstrained point.
+
+    One ``lax.scan`` of num_warmup + num_samples kernel steps: the first num_warmup adapt the step size and mass
+    matrix (``stan_adaptation``), the rest use the adapted values. The keys are those of a warm-up scan on one half
+    of the chain's key followed by a sampling scan on the other half.
+    """
     options = dict(static)
     target_accept = options.pop("target_accept")
     dense_mass = options.pop("dense_mass")
-    kernel = getattr(blackjax, algorithm)
+    family = getattr(blackjax, algorithm)
+    kernel = family.build_kernel()
+    adapt_init, adapt_update, adapt_final = stan_adaptation(dense_mass, target_accept)
+    schedule = build_schedule(num_warmup)
 
     def one_chain(start, params, observed):
         key, z0 = start
@@ -103,32 +129,38 @@ def sampler(model, algorithm: str, num_warmup: int, num_samples: int, static: tu
         def logdensity(z):
             return -potential_energy(model, (params,), observed, z)
 
-        warmup = blackjax.window_adaptation(
-            kernel,
-            logdensity,
-            is_mass_matrix_diagonal=not dense_mass,
-            target_acceptance_rate=target_accept,
-            adaptation_info_fn=get_filter_adapt_info_fn(info_keys={"num_integration_steps"}),
-            **options,
-        )
-        k_warm, k_sample = jax.random.split(key)
-        (state, tuned), warm_info = warmup.run(k_warm, z0, num_steps=num_warmup)
-        step = kernel(logdensity, **tuned).step  # tuned holds the extra options too
-
-        def one_step(state, k):
-            state, info = step(k, state)
+        def one_step(carry, xs):
+            state, adaptation = carry
+            index, k = xs
+            warming = index < num_warmup
+            tuned_step_size, tuned_imm = adapt_final(adaptation)
+            step_size = jnp.where(warming, adaptation.step_size, tuned_step_size)
+            imm = jnp.where(warming, adaptation.inverse_mass_matrix, tuned_imm)
+            state, info = kernel(k, state, logdensity, step_size, imm, **options)
+            stage = schedule[jnp.minimum(index, num_warmup - 1)]
+            adaptation = jax.lax.cond(
+                warming,
+                lambda a: adapt_update(a, stage, state.position, state.logdensity_grad, info.acceptance_rate, index),
+                lambda a: a,
+                adaptation,
+            )
             stats = {
                 "diverging": info.is_divergent,
                 "n_steps": info.num_integration_steps,
                 "acceptance_rate": info.acceptance_rate,
                 "energy": info.energy,
                 "lp": state.logdensity,
-                "step_size": tuned["step_size"],
+                "step_size": step_size,
             }
-            return state, (state.position, stats)
+            return (state, adaptation), (state.position, stats)
 
-        _, (positions, stats) = jax.lax.scan(one_step, state, jax.random.split(k_sample, num_samples))
-        warmup_steps = jnp.sum(warm_info.info.num_integration_steps)
+        k_warm, k_sample = jax.random.split(key)
+        keys = jnp.concatenate([jax.random.split(k_warm, num_warmup), jax.random.split(k_sample, num_samples)])
+        start = (family.init(z0, logdensity), adapt_init(z0, 1.0))
+        steps = jnp.arange(num_warmup + num_samples)
+        _, (positions, stats) = jax.lax.scan(one_step, start, (steps, keys))
+        warmup_steps = jnp.sum(stats["n_steps"][:num_warmup])
+        positions, stats = jax.tree.map(lambda x: x[num_warmup:], (positions, stats))
         constrain = jax.vmap(lambda z: constrain_fn(model, (params,), observed, z, True))
         return constrain(positions), stats, warmup_steps
 
