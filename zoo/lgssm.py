@@ -6,7 +6,7 @@ only), C (E, D) ~ N(0, 1), process_var (D,) and obs_var (E,) ~ LogNormal(log 0.1
 The program is built from the state-space view (``zoo.ssm.build_program``).
 """
 
-from functools import partial
+from functools import cache, partial
 
 import jax
 import jax.numpy as jnp
@@ -47,8 +47,10 @@ def _linear_gaussian(D: int, theta) -> ssm.LinearGaussianSSM:
     )
 
 
+@cache
 def lgssm_view(state_dim: int, obs_dim: int, control_dim: int = 0) -> ssm.StateSpaceView:
-    """The state-space view of the linear-Gaussian SSM with D states, E observations and U controls."""
+    """The state-space view of the linear-Gaussian SSM with D states, E observations and U controls (one object per
+    sizes: engines and the simulator cache their compiled programs per view)."""
     D, E, U = state_dim, obs_dim, control_dim
     lg = partial(_linear_gaussian, D)
 

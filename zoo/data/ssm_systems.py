@@ -59,10 +59,13 @@ def _train_test(make: Callable[[jax.Array, int], dict[str, np.ndarray]], key, nu
 # ----------------------------------------------------------------------------------------------------------------
 
 
+@partial(jax.jit, static_argnames=("view", "num_steps", "num_trajectories"))
 def simulate_view(key: jax.Array, view, theta, num_steps: int, num_trajectories: int, u: Array | None = None):
     """Draw states (K, T, D) and observations (K, T, E) from ``view`` with parameters ``theta``.
 
-    u: (K, T, U) controls or None (no controls).
+    u: (K, T, U) controls or None (no controls). Compiled once per (view, sizes): run op by op, each distribution's
+    sampling ops compiled on their own, a new size took 5-7 s (docs/performance.md#first-call). The view is static,
+    hashed by identity, so a caller reuses one view object per system (``zoo.lgssm.lgssm_view`` is cached).
     """
     K, T = num_trajectories, num_steps
     u = jnp.zeros((K, T, 0)) if u is None else jnp.asarray(u)
