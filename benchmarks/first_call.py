@@ -10,8 +10,8 @@ time from start to result (imports included)::
     taskset -c 0 python -m benchmarks.first_call --engines nuts svi   # a subset
 
 Small runs on purpose (a few hundred iterations): the point is the fixed cost of a first call, not sampling.
-Pinned to one core, ``pgas-em`` hangs inside XLA (docs/performance.md#one-core-hang) and is reported as failed after
-``TIMEOUT_S``; leave it out there (``--engines``) or give the run two cores.
+A cell that takes longer than ``TIMEOUT_S`` is reported as failed and the others still run (``pgas-em`` used to hang on
+one pinned core: docs/performance.md#one-core-hang).
 """
 
 import argparse

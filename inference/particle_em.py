@@ -106,10 +106,22 @@ def _weighted_rows(samples, weights, mask):
 
 def _weighted_regression(inputs, targets, row_weights):
     """argmin_W sum_r w_r |targets_r - W inputs_r|^2: inputs (R, P), targets (R, Q) -> W (Q, P), by a least-squares
-    solve on sqrt-weighted rows (no normal equations: better conditioned)."""
+    solve on sqrt-weighted rows (no normal equations: better conditioned). Minimum-norm where the inputs are rank
+    deficient (SVD), which only the ill-posed ML pseudo-target solve needs; a full-rank design takes
+    ``_full_rank_regression``."""
     sw = jnp.sqrt(row_weights)[:, None]
     W, *_ = jnp.linalg.lstsq(sw * inputs, sw * targets)
     return W.T
+
+
+def _full_rank_regression(inputs, targets, row_weights):
+    """``_weighted_regression`` for inputs of full column rank (R >= P), by a QR factorisation of the sqrt-weighted
+    rows and a triangular solve. Why not the SVD: jaxlib's LAPACK SVD kernel runs part of its work on XLA's
+    intra-op thread pool and waits for it; inside a compiled loop it already runs on that pool, so on a machine with
+    one CPU (a pool of one thread) the program waits for itself forever (docs/performance.md#one-core-hang)."""
+    sw = jnp.sqrt(row_weights)[:, None]
+    q, r = jnp.linalg.qr(sw * inputs)  # (R, P), (P, P)
+    return jax.scipy.linalg.solve_triangular(r, q.T @ (sw * targets)).T
 
 
 def _weighted_variance(residuals, row_weights):
@@ -129,7 +141,7 @@ def linear_gaussian_m_step(params, fixed: frozenset, samples, weights, observed)
     u_prev = jnp.broadcast_to(u[None, :, :-1], (B, *u[:, :-1].shape)).reshape(x_prev.shape[0], -1)
     U = u_prev.shape[1]
     if "A" not in fixed and ("B" not in fixed or U == 0):
-        AB = _weighted_regression(jnp.concatenate([x_prev, u_prev], axis=1), x_next, w_trans)
+        AB = _full_rank_regression(jnp.concatenate([x_prev, u_prev], axis=1), x_next, w_trans)
         new["A"] = AB[:, :D]
         if U:
             new["B"] = AB[:, D:]
@@ -141,7 +153,7 @@ def linear_gaussian_m_step(params, fixed: frozenset, samples, weights, observed)
     xs = samples.reshape(-1, D)
     ys = jnp.broadcast_to(y[None], (B, *y.shape)).reshape(xs.shape[0], -1)
     if "C" not in fixed:
-        new["C"] = _weighted_regression(xs, ys, w_emit)
+        new["C"] = _full_rank_regression(xs, ys, w_emit)
     if "obs_var" not in fixed:
         new["obs_var"] = _weighted_variance(ys - xs @ new["C"].T, w_emit)
     return new
@@ -189,7 +201,7 @@ def closed_form_pseudo_targets(view, params, samples, weights, observed, gp_prio
         M = F0.shape[1]
         inputs = jnp.concatenate([X_e @ prior_chol[e], jnp.eye(M)])
         targets = jnp.concatenate([r_e - X_e @ prior_mean[e], jnp.zeros(M)])
-        v = _weighted_regression(inputs, targets[:, None], jnp.concatenate([w_e, jnp.ones(M)]))[0]
+        v = _full_rank_regression(inputs, targets[:, None], jnp.concatenate([w_e, jnp.ones(M)]))[0]
         return prior_mean[e] + prior_chol[e] @ v
 
     return jnp.stack([one_output(e) for e in range(D)])
