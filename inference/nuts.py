@@ -97,9 +97,10 @@ def stan_adaptation(dense_mass: bool, target_accept: float):
     ``blackjax.window_adaptation(...).run`` scans the warm-up by itself, so warm-up followed by a sampling scan
     compiles the whole NUTS kernel (its tree-building ``while_loop`` and the model's gradient) twice. These are the
     same functions ``window_adaptation`` builds (its recipe, its engine), so one scan can drive both phases
-    (``sampler``): about half the program to compile, the same draws (``tests/test_nuts.py`` checks them against
-    ``window_adaptation`` followed by the tuned kernel). ``_make_engine`` is private in BlackJAX 1.7; the test
-    catches a release that changes it.
+    (``sampler``): one copy of the kernel to compile instead of two, the same draws (``tests/test_nuts.py`` checks
+    them against ``window_adaptation`` followed by the tuned kernel; compile times in
+    docs/performance.md#nuts-one-scan). ``_make_engine`` is private in BlackJAX 1.7; the test catches a release that
+    changes it.
     """
     recipe = "welford_dense" if dense_mass else "welford_diag"
     core = lookup_recipe(recipe).build_core()
