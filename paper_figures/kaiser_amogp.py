@@ -37,7 +37,7 @@ import zoo
 from inference.files.tables import markdown_table, read_published, write_comparison, write_csv
 from inference.structure_search.fit import fit_ml2
 from zoo import gp
-from zoo.amogp import data, predict, structure_from
+from zoo.amogp import data, predict, program, structure_from
 
 DESCRIPTION = "Kaiser 2021 Table 4.1, Figs 4.2-4.3: AMO-GP (NVC, DSVI) vs GP, MO-GP, 3-layer DGP; wind stand-in"
 NUM_PRED_SAMPLES = 300
@@ -51,6 +51,7 @@ QUICK = {
     "baselines": ("GP",),
     "wind_models": (),
     "parts": ("artificial",),
+    "recipe": "plain",
 }
 FULL = {
     "n": 500,
@@ -62,7 +63,14 @@ FULL = {
     "baselines": ("GP", "MOGP", "DGP"),
     "wind_models": ("GP", "MOGP", "DGP", "AMOGP_DSVI"),
     "parts": ("artificial", "wind"),
+    "recipe": "plain",
 }
+# How AMO-GP's NVC fit on the artificial pair is started (ours, not the thesis': docs/sources/kaiser.md#amogp-recipe):
+# "plain" from the prior; "staged": the same model with identity warpings first, its shared layer, alignments and
+# noise the start of the full fit, under the tighter warping prior; "staged3": that with 3 restarts (seeds) of the
+# full fit, the best bound kept.
+RECIPES = ("plain", "staged", "staged3")
+TIGHT_WARP_PRIOR = (0.01, 2.0)  # medians of the warping variance and lengthscale (default (0.1, 1.0))
 LR = 0.02
 # The exact GP's ML-II starts at lengthscale 0.1 (the sine's period is 0.2; from the default 1 it can settle on "all
 # noise"), plus two restarts N(0, 1) away in the unconstrained space; the best evidence is kept.
@@ -110,11 +118,48 @@ def fit_dgp(dataset, d, steps):
     return np.asarray(gaussian_ll(mean, var + noise, yt))
 
 
-def fit_amogp(dataset, options, steps):
-    """(model, wall s) of AMO-GP under NVC."""
-    idata = inference.run(zoo.get("amogp", **options), dataset, engine="nvc", num_steps=steps, learning_rate=LR)
-    structure = structure_from(2, options["fixed_alignments"], options["fixed_warpings"])
-    return predict.model_from(idata.point_estimates, structure), idata.posterior.attrs["wall_s"]
+def fit_amogp(dataset, options, steps, recipe="plain"):
+    """(model, wall s) of AMO-GP under NVC, started as ``recipe`` says (RECIPES)."""
+    if recipe == "plain":
+        idata = inference.run(zoo.get("amogp", **options), dataset, engine="nvc", num_steps=steps, learning_rate=LR)
+        structure = structure_from(2, options["fixed_alignments"], options["fixed_warpings"])
+        return predict.model_from(idata.point_estimates, structure), idata.posterior.attrs["wall_s"]
+    options = {**options, "warp_prior": TIGHT_WARP_PRIOR}
+    init, wall = staged_start(dataset, options, steps)
+    best = None
+    for seed in range(3 if recipe == "staged3" else 1):
+        idata = inference.run(
+            zoo.get("amogp", **options),
+            dataset,
+            engine="nvc",
+            seed=seed,
+            num_steps=steps,
+            learning_rate=LR,
+            init_params=init,
+        )
+        wall += idata.posterior.attrs["wall_s"]
+        bound = float(idata.point_estimates["nvc_bound"].values[0])
+        print(f"[kaiser_amogp] {recipe} seed {seed}: bound {bound:.2f}", flush=True)
+        if best is None or bound > best[0]:
+            best = bound, idata
+    structure = structure_from(2, options["fixed_alignments"], options["fixed_warpings"], TIGHT_WARP_PRIOR)
+    return predict.model_from(best[1].point_estimates, structure), wall
+
+
+def staged_start(dataset, options, steps):
+    """(init_params, wall s): AMO-GP with every warping the identity, fitted for ``steps``; its shared layer,
+    alignments and likelihood noise (params and hyperparameter sites) start the full model (our staged start)."""
+    identity = {**options, "fixed_warpings": (0, 1)}
+    idata = inference.run(zoo.get("amogp", **identity), dataset, engine="nvc", num_steps=steps, learning_rate=LR)
+    structure = structure_from(2, options["fixed_alignments"], options["fixed_warpings"], options["warp_prior"])
+    hyper = {name for name, _, _ in program.hyper_sites(structure, dataset.observed["X"].shape[1])}
+    init = {}
+    for name, value in idata.point_estimates.items():
+        if name.startswith(("cp_", "align_")) or name == "noise":
+            init[f"{name}_auto_loc" if name in hyper else name] = np.asarray(value.values[0])
+    bound = float(idata.point_estimates["nvc_bound"].values[0])
+    print(f"[kaiser_amogp] staged start (identity warpings): bound {bound:.2f}", flush=True)
+    return init, idata.posterior.attrs["wall_s"]
 
 
 def fit_dsvi(dataset, options, steps):
@@ -210,11 +255,11 @@ def band_comparison(nvc_model, dsvi_model, ds, grid):
     for d in range(2):
         out = jnp.full(grid.shape[0], d)
         X = grid[:, None]
-        nvc_mean, nvc_var = predict.bound.predict(nvc_model, X, out, "nvc")
-        moment_mean, moment_var = predict.bound.predict(nvc_model, X, out, "moment")
+        nvc_mean, nvc_var = predict.latent_predictive(nvc_model, X, out, "nvc")
+        moment_mean, moment_var = predict.latent_predictive(nvc_model, X, out, "moment")
         fits = {"NVC analytic (eq. 2.85)": (nvc_mean, nvc_var), "NVC full moment match": (moment_mean, moment_var)}
         for name, model, key in (("NVC ancestral samples", nvc_model, 3), ("DSVI samples", dsvi_model, 4)):
-            means, variances = predict.sampling.sample_predict(model, X, out, jax.random.PRNGKey(key), NUM_PRED_SAMPLES)
+            means, variances = predict.sampled_latent(model, X, out, jax.random.PRNGKey(key), NUM_PRED_SAMPLES)
             fits[name] = (means.mean(0), variances.mean(0) + means.var(0))
         truth = true_latent(d, grid)
         dsvi_mean = fits["DSVI samples"][0]
@@ -229,12 +274,13 @@ def band_comparison(nvc_model, dsvi_model, ds, grid):
     return rows
 
 
-def main(quick: bool, out: Path, parts: tuple[str, ...] | None = None) -> None:
+def main(quick: bool, out: Path, parts: tuple[str, ...] | None = None, **overrides) -> None:
     """The experiments in ``parts`` ("artificial", "wind"; default: the settings', the artificial pair only with
-    ``quick``): a full run can be split into two commands, each writing its own folder."""
+    ``quick``): a full run can be split into two commands, each writing its own folder. ``overrides``: settings
+    (e.g. recipe="staged", steps=2000, baselines=())."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    settings = QUICK if quick else FULL
+    settings = {**(QUICK if quick else FULL), **overrides}
     parts = tuple(parts or settings["parts"])
     ours: dict = {}
 
@@ -247,7 +293,7 @@ def main(quick: bool, out: Path, parts: tuple[str, ...] | None = None) -> None:
     if "artificial" in parts:
         ds = data.simulate_artificial(jax.random.PRNGKey(0), n=settings["n"], m=settings["m"])
         t = time.perf_counter()
-        nvc_model, walls["nvc_fit_wall_s"] = fit_amogp(ds, ARTIFICIAL, settings["steps"])
+        nvc_model, walls["nvc_fit_wall_s"] = fit_amogp(ds, ARTIFICIAL, settings["steps"], settings["recipe"])
         _stamp("artificial AMOGP nvc", t)
         t = time.perf_counter()
         dsvi_model, walls["dsvi_fit_wall_s"] = fit_dsvi(ds, ARTIFICIAL, settings["dsvi_steps"])
@@ -310,7 +356,8 @@ def plot_artificial(out, ds, nvc_model, dsvi_model, grid):
         ax = axes[d, 0]
         outs = jnp.full(grid.shape[0], d)
         mean, var = predict.predictive(nvc_model, grid[:, None], outs)
-        means, variances = predict.sampled_predictive(dsvi_model, grid[:, None], outs, jax.random.PRNGKey(5), 200)
+        key = jax.random.PRNGKey(5)  # as many samples as the bands: the same compiled program
+        means, variances = predict.sampled_predictive(dsvi_model, grid[:, None], outs, key, NUM_PRED_SAMPLES)
         dmean, dvar = means.mean(0), variances.mean(0) + means.var(0)
         for m, v, c, label in ((mean, var, "darkviolet", "AMO-GP NVC"), (dmean, dvar, "tab:blue", "AMO-GP DSVI")):
             sd = np.sqrt(np.asarray(v))
@@ -396,5 +443,13 @@ if __name__ == "__main__":
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--parts", nargs="+", choices=("artificial", "wind"), default=None)
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--recipe", choices=RECIPES, default="plain", help="how AMO-GP's NVC fit is started")
+    parser.add_argument("--steps", type=int, default=None, help="NVC and DSVI steps (default: the settings')")
+    parser.add_argument("--baselines", nargs="*", default=None, help="baselines to fit (default: the settings')")
     args = parser.parse_args()
-    main(args.quick, args.out / "kaiser_amogp", tuple(args.parts))
+    overrides = {"recipe": args.recipe}
+    if args.steps:
+        overrides |= {"steps": args.steps, "dsvi_steps": args.steps}
+    if args.baselines is not None:
+        overrides["baselines"] = tuple(args.baselines)
+    main(args.quick, args.out / "kaiser_amogp", tuple(args.parts or ()) or None, **overrides)

@@ -13,7 +13,10 @@ tests/test_multioutput.py and not repeated here. Here:
   independently in NumPy (rtol 1e-10), and with the inducing points at the data and Titsias' optimal q(u) it is the
   exact MO-GP log marginal likelihood up to the 1e-6 relative Cholesky jitter of K_uu (rtol 1e-6);
 - the ancestral (DSVI) predictive against the analytic moment match, within Monte Carlo standard errors;
-- bad input: D < 2 outputs, fixed layers outside the outputs, output indices that are not 0..D-1.
+- the ``nvc`` engine's PointGuide starts where NumPyro's AutoDelta starts (bit for bit), without its validity search;
+- the ``warp_prior`` option moves the warpings' prior medians and nothing else;
+- bad input: D < 2 outputs, fixed layers outside the outputs, output indices that are not 0..D-1, a bad warping
+  prior, ``init_params`` naming no param site.
 """
 
 import jax  # noqa: E402
@@ -24,7 +27,8 @@ import scipy.linalg as sla
 
 import inference  # before jax
 import zoo
-from zoo.amogp import bound, layers, psi, sampling
+from inference.nvc import PointGuide
+from zoo.amogp import bound, layers, program, psi, sampling, structure_from
 from zoo.errors import DataError, OptionError
 from zoo.kernels import SquaredExponential
 from zoo.multioutput.convolution import ConvolutionProcess
@@ -267,3 +271,51 @@ def test_bad_data_fails_in_run_before_compiling():
         with pytest.raises(DataError, match="output indices"):
             bad = good | {"out": np.array([0.0, 1.0, -1.0, 1.0])}
             inference.run(family, bad, engine=engine, num_steps=1, **options)
+
+
+def test_point_guide_starts_where_autodelta_starts():
+    """PointGuide (inference/nvc.py) replaces AutoDelta in the nvc engine only to drop the validity search from the
+    compiled program: under the same key both guides' first call creates the same params, bit for bit (a small
+    deep_gp/nvc program, so that AutoDelta's search compiles quickly)."""
+    from numpyro import handlers
+    from numpyro.infer.autoguide import AutoDelta
+
+    ds = zoo.get("deep_gp/nvc").simulate(jax.random.PRNGKey(0), n=8, m=3)
+    spec = zoo.get("deep_gp/nvc")
+    observed = {k: jnp.asarray(ds.observed[k]) for k in ("X", "Z", "y")}
+
+    def model(**obs):
+        return spec.program(**obs, num_layers=1)
+
+    def starts(guide_class, obs):
+        tr = handlers.trace(handlers.seed(guide_class(model), 3)).get_trace(**obs)
+        return {name: site["value"] for name, site in tr.items() if site["type"] == "param"}
+
+    ours = jax.jit(lambda obs: starts(PointGuide, obs))(observed)
+    theirs = jax.jit(lambda obs: starts(AutoDelta, obs))(observed)
+    assert set(ours) == set(theirs) and ours
+    for name in ours:
+        np.testing.assert_array_equal(ours[name], theirs[name])
+
+
+def test_warp_prior_moves_only_the_warping_medians():
+    K = 1
+    default = program.prior_medians(structure_from(2, (0,), (1,)), K)
+    tight = program.prior_medians(structure_from(2, (0,), (1,), (0.01, 2.0)), K)
+    assert float(default["warp_variance_0"]) == pytest.approx(0.1, rel=1e-12)
+    assert float(tight["warp_variance_0"]) == pytest.approx(0.01, rel=1e-12)
+    np.testing.assert_allclose(tight["warp_lengthscale_0"], 2.0, rtol=1e-12)
+    for name in default.keys() - {"warp_variance_0", "warp_lengthscale_0"}:
+        np.testing.assert_array_equal(default[name], tight[name])
+    with pytest.raises(OptionError, match="warp_prior"):
+        zoo.get("amogp", warp_prior=(0.1,))
+    with pytest.raises(OptionError, match="warp_prior"):
+        zoo.get("amogp", warp_prior=(0.1, -1.0))
+
+
+def test_nvc_init_params_naming_no_param_site_fail_before_compiling():
+    good = {"X": np.zeros((4, 1)), "out": np.array([0.0, 1.0, 0.0, 1.0]), "Z": np.zeros((2, 1)), "y": np.zeros(4)}
+    with pytest.raises(OptionError, match="not a param site"):
+        inference.run("amogp", good, engine="nvc", num_steps=1, init_params={"cp_variance": np.ones((1, 2))})
+    with pytest.raises(OptionError, match="has shape"):
+        inference.run("amogp", good, engine="nvc", num_steps=1, init_params={"cp_Z": np.zeros((3, 1))})

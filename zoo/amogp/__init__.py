@@ -56,8 +56,8 @@ def nvc_view(structure: Structure) -> NVCView:
     )
 
 
-def _build(name: str, num_outputs: int, fixed_alignments: tuple, fixed_warpings: tuple) -> ModelSpec:
-    structure = structure_from(num_outputs, fixed_alignments, fixed_warpings)
+def _build(name: str, num_outputs: int, fixed_alignments: tuple, fixed_warpings: tuple, warp_prior: tuple) -> ModelSpec:
+    structure = structure_from(num_outputs, fixed_alignments, fixed_warpings, warp_prior)
     D = structure.num_outputs
     if name == "amogp":  # the NVC bound as the program
         prog, capabilities = partial(program.nvc_program, structure=structure), frozenset({"nvc"})
@@ -76,7 +76,14 @@ def _build(name: str, num_outputs: int, fixed_alignments: tuple, fixed_warpings:
         default_params=frozen({"noise": np.full(D, 0.01)}),
         capabilities=capabilities,
         views=frozen(views),
-        options=frozen({"num_outputs": D, "fixed_alignments": fixed_alignments, "fixed_warpings": fixed_warpings}),
+        options=frozen(
+            {
+                "num_outputs": D,
+                "fixed_alignments": fixed_alignments,
+                "fixed_warpings": fixed_warpings,
+                "warp_prior": structure.warp_prior,
+            }
+        ),
     )
 
 

@@ -45,4 +45,12 @@ OPTIONS = {
         sequence=True,
     ),
     "fixed_warpings": Option("int", (1,), "outputs whose warping is the identity", minimum=0, sequence=True),
+    # ours, not the thesis' (docs/sources/kaiser.md#amogp-recipe): a tighter warping prior keeps g_d monotone
+    "warp_prior": Option(
+        "float",
+        (PRIORS["warp_variance"][0], PRIORS["warp_lengthscale"][0]),
+        "medians (variance, lengthscale) of the warpings' LogNormal priors",
+        above=0.0,
+        sequence=True,
+    ),
 }

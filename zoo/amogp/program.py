@@ -13,6 +13,7 @@ and name the variational parameters alike: ``align_Z_d``, ``align_q_mean_d`` (K,
 ``warp_q_tril_d``. q means start at 0, i.e. at the identity alignments and warpings and f = 0.
 """
 
+import math
 from typing import Any, NamedTuple
 
 import jax.numpy as jnp
@@ -34,17 +35,22 @@ Array = Any
 Q_SCALE_FLOOR = 1e-6
 
 
+DEFAULT_WARP_PRIOR = (config.PRIORS["warp_variance"][0], config.PRIORS["warp_lengthscale"][0])
+
+
 class Structure(NamedTuple):
-    """Which layers exist: D outputs; the outputs whose alignment / warping is learnt (the others are identities)."""
+    """Which layers exist: D outputs; the outputs whose alignment / warping is learnt (the others are identities);
+    the medians (variance, lengthscale) of the warpings' priors (option ``warp_prior``)."""
 
     num_outputs: int
     free_alignments: tuple[int, ...]
     free_warpings: tuple[int, ...]
+    warp_prior: tuple[float, float] = DEFAULT_WARP_PRIOR
 
 
-def structure_from(num_outputs: int, fixed_alignments, fixed_warpings) -> Structure:
+def structure_from(num_outputs: int, fixed_alignments, fixed_warpings, warp_prior=DEFAULT_WARP_PRIOR) -> Structure:
     """The Structure of the options, or OptionError: D >= 2, indices in range, at least one fixed alignment and one
-    fixed warping (identifiability, sec. 4.2)."""
+    fixed warping (identifiability, sec. 4.2), two positive warping prior medians."""
     D = int(num_outputs)
     if D < 2:
         raise OptionError(f"amogp: AMO-GP aligns several outputs; num_outputs must be >= 2, got {D}.")
@@ -54,8 +60,10 @@ def structure_from(num_outputs: int, fixed_alignments, fixed_warpings) -> Struct
             raise OptionError(f"amogp: {name} {bad} are not outputs 0..{D - 1}.")
         if not fixed:
             raise OptionError(f"amogp: {name} must name at least one output (identifiability, Kaiser sec. 4.2).")
+    if len(warp_prior) != 2 or min(warp_prior) <= 0:
+        raise OptionError(f"amogp: warp_prior must be two positive medians (variance, lengthscale), got {warp_prior}.")
     free = lambda fixed: tuple(d for d in range(D) if d not in set(fixed))  # noqa: E731
-    return Structure(D, free(fixed_alignments), free(fixed_warpings))
+    return Structure(D, free(fixed_alignments), free(fixed_warpings), tuple(float(w) for w in warp_prior))
 
 
 def hyper_sites(structure: Structure, K: int) -> list[tuple[str, str, tuple[int, ...]]]:
@@ -73,17 +81,27 @@ def hyper_sites(structure: Structure, K: int) -> list[tuple[str, str, tuple[int,
     return sites + [("noise", "noise", (D,))]
 
 
+def prior_loc_scale(structure: Structure, key: str) -> tuple[float, float]:
+    """(mu, sigma) of a site's LogNormal prior: config.PRIORS, the warpings' medians from the structure."""
+    loc, scale = config.prior_loc_scale(key)
+    if key in ("warp_variance", "warp_lengthscale"):
+        loc = math.log(structure.warp_prior[0 if key == "warp_variance" else 1])
+    return loc, scale
+
+
 def prior_medians(structure: Structure, K: int) -> dict[str, np.ndarray]:
-    """Every hyperparameter at its prior median (where ``nvc`` and the DSVI guide start)."""
+    """Every hyperparameter at its prior median (where the DSVI guide starts; ``nvc`` starts at the median of 15
+    prior draws, inference/nvc.py's ``PointGuide``)."""
     return {
-        name: np.full(shape, np.exp(config.prior_loc_scale(key)[0])) for name, key, shape in hyper_sites(structure, K)
+        name: np.full(shape, np.exp(prior_loc_scale(structure, key)[0]))
+        for name, key, shape in hyper_sites(structure, K)
     }
 
 
 def _sample_hypers(structure: Structure, K: int) -> dict[str, Array]:
     values = {}
     for name, key, shape in hyper_sites(structure, K):
-        loc, scale = config.prior_loc_scale(key)
+        loc, scale = prior_loc_scale(structure, key)
         values[name] = numpyro.sample(name, dist.LogNormal(loc, scale).expand(shape).to_event(len(shape)))
     return values
 
