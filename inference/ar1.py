@@ -39,6 +39,13 @@ def fit_ar1_gp(observed: Mapping[str, Any], mean: str = "zero", num_steps: int =
     "identity" (models y_t - y_{t-1}) or "linear" (least squares first). Returns signal_var (D,), lengthscale
     (D, D+U), noise_var (D,) and the mean (A (D, D+U), b (D,))."""
     X, R, A, b = ar1_regression_data(observed, mean)
+    signal_var, lengthscale, noise_var = fit_output_gps(X, R, num_steps)
+    return AR1GP(signal_var, lengthscale, noise_var, mean_A=np.asarray(A), mean_b=np.asarray(b))
+
+
+def fit_output_gps(X: np.ndarray, R: np.ndarray, num_steps: int = NUM_STEPS):
+    """One ``gp/regression`` ML-II fit by ``ml2`` (Adam, the AR1-GP's settings and starting values) per column of
+    R (N, E) on inputs X (N, D_in): (signal_var (E,), lengthscale (E, D_in), noise_var (E,))."""
     scale = np.std(X, 0) + 1e-3
     fits = []
     for r in R.T:
@@ -52,14 +59,8 @@ def fit_ar1_gp(observed: Mapping[str, Any], mean: str = "zero", num_steps: int =
             learning_rate=LEARNING_RATE,
             init={"variance": var, "noise": 0.1 * var, "lengthscale": scale},
         )
-        fits.append({k: np.asarray(idata.point_estimates[k].values[0]) for k in ("variance", "lengthscale", "noise")})
-    return AR1GP(
-        signal_var=np.stack([f["variance"] for f in fits]),
-        lengthscale=np.stack([f["lengthscale"] for f in fits]),
-        noise_var=np.stack([f["noise"] for f in fits]),
-        mean_A=np.asarray(A),
-        mean_b=np.asarray(b),
-    )
+        fits.append([np.asarray(idata.point_estimates[k].values[0]) for k in ("variance", "lengthscale", "noise")])
+    return tuple(np.stack(column) for column in zip(*fits, strict=True))
 
 
 def _as_dataset(data: "Dataset | Mapping[str, Any]") -> Dataset:

@@ -82,25 +82,6 @@ def bucketed(n: int, bucket: int) -> int:
     return n if bucket < 1 else -(-n // bucket) * bucket
 
 
-def fit_gps(X: np.ndarray, R: np.ndarray, num_steps: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """ML-II GPs (``gp/regression`` under ``ml2``) of each column of R (N, E) on inputs X (N, D_in), with the AR1-GP's
-    settings and starting values (``inference.ar1``): (signal_var (E,), lengthscale (E, D_in), noise_var (E,))."""
-    fits = []
-    for r in R.T:
-        var = np.var(r) + 1e-6
-        idata = run(
-            "gp/regression",
-            {"X": X, "y": r},
-            engine="ml2",
-            optimizer="adam",
-            num_steps=num_steps,
-            learning_rate=ar1.LEARNING_RATE,
-            init={"variance": var, "noise": 0.1 * var, "lengthscale": np.std(X, 0) + 1e-3},
-        )
-        fits.append([np.asarray(idata.point_estimates[k].values[0]) for k in ("variance", "lengthscale", "noise")])
-    return tuple(np.stack(column) for column in zip(*fits, strict=True))
-
-
 def ar_gp_dynamics(
     observed: dict, bucket: int = 100, num_steps: int = ar1.NUM_STEPS, angle: int | None = None
 ) -> tr.GPDynamics:
@@ -113,7 +94,7 @@ def ar_gp_dynamics(
     inputs = None if angle is None else gp_inputs.angle_map(X.shape[1], angle)
     if inputs is not None:
         X = np.asarray(jax.vmap(gp_inputs.apply, in_axes=(None, 0))(inputs, jnp.asarray(X)))
-    signal_var, lengthscale, noise_var = fit_gps(X, R, num_steps)
+    signal_var, lengthscale, noise_var = ar1.fit_output_gps(X, R, num_steps)
     X, R = pad_far(X, R, bucketed(X.shape[0], bucket))
     predictor, jitter = moments.exact_gp_predictor_with_jitter(X, R, signal_var, lengthscale, noise_var)
     D = R.shape[1]
