@@ -12,6 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from jax.flatten_util import ravel_pytree
+from monte_carlo import assert_mc
 
 import zoo  # noqa: F401  (float64)
 from inference import pilco
@@ -23,14 +24,6 @@ from zoo.pilco import trajectory as tr
 
 N_MC = 100_000
 U_MAX = 10.0
-
-
-def assert_mc(exact, draws, name):
-    """draws (n, ...): per-draw h with E[h] = exact."""
-    draws = np.asarray(draws)
-    se = draws.std(0) / np.sqrt(draws.shape[0])
-    err = np.abs(np.asarray(exact) - draws.mean(0))
-    assert np.all(err < 5 * se + 1e-12), f"{name}: |exact - MC| / SE = {np.max(err / (se + 1e-300)):.2f}"
 
 
 def mc_checks(exact_mean, exact_cov, exact_io, x, v, name):
