@@ -4,7 +4,7 @@ Usage::
 
     python -m benchmarks.peers install gpy-abcd          # once: GPy-ABCD in its own venv (benchmarks/peers.py)
     python -m benchmarks.abcd_vs_gpy_abcd --depth 2 --restarts 3 [--side ours|theirs|both] [--results DIR]
-        [--optimizer host-lbfgs|lbfgs]
+        [--optimizer host-lbfgs|lbfgs] [--program shared|per-structure]
 
 Pin it (``taskset -c 1 ...``). Each search runs in its own process: ours through this interpreter (with
 ``ZOO_JAX_CACHE_DIR=off``, so every candidate's compilation is in its time), GPy-ABCD's through the peer's
@@ -20,7 +20,10 @@ fits per second beside wall time:
 * ours: ``inference.structure_search.search`` defaults: base kernels SE, RQ, Lin, Per and operators C.1-C.11;
   depth 1 is the base kernels; ML-II by L-BFGS (at most 300 steps), restarts jittered around data-scaled starts;
   ``--optimizer``: ml2's ``host-lbfgs`` (the search's default: scipy's L-BFGS over a compiled value-and-gradient)
-  or ``lbfgs`` (optax's, the restarts vmapped in one compiled while_loop: the search before 2026-11-24).
+  or ``lbfgs`` (optax's, the restarts vmapped in one compiled while_loop: the search before 2026-11-24);
+  ``--program``: ``shared`` (the search's default: one compiled program for every structure within a capacity,
+  docs/performance.md#shared-program) or ``per-structure`` (one program per candidate: the search before
+  2026-11-25).
 * GPy-ABCD 1.2.3: ``explore_model_space`` with its ``Default`` start kernels (round 0: WN, C, LIN, PER, LIN x LIN,
   LIN x LIN x LIN, PER + C, CP and CW of LIN) and ``Default`` production rules; SE is in neither (its config
   leaves SE out of expansions). Its round 0 is our depth 1, so it runs ``rounds = depth - 1``. GPy's L-BFGS-B
@@ -54,6 +57,7 @@ from inference.structure_search.bounds import PeriodBounds
 from inference.structure_search.fit import FitFailure, fit_ml2
 from inference.structure_search.scales import DataScaledFactory, Scales
 from inference.structure_search.scores import bic
+from inference.structure_search.search import PROGRAMS
 from zoo.data import tsdl
 from zoo.errors import OptionError
 from zoo.kernels import num_params, parse
@@ -149,6 +153,7 @@ def _ours_worker(cfg: dict) -> dict:
         seed=cfg["seed"],
         width=1,
         optimizer=cfg["optimizer"],
+        program=cfg.get("program", "shared"),
     )
     wall_s = time.perf_counter() - t0
     best = result.best
@@ -158,6 +163,7 @@ def _ours_worker(cfg: dict) -> dict:
         "compile_s": sum(f.compile_s for f in result.trace),
         "run_s": sum(f.run_s for f in result.trace),
         "optimizer": cfg["optimizer"],
+        "program": cfg.get("program", "shared"),
         "fits": len(result.trace),
         "fits_per_level": [sum(f.depth == d for f in result.trace) for d in depths],
         "failed": sum(not f.ok for f in result.trace),
@@ -297,7 +303,7 @@ def markdown(ours: dict | None, theirs: dict | None, refit: dict | None) -> str:
 
 
 def _result_path(results: Path, side: str, args) -> Path:
-    grammar = f"_{args.optimizer}" if side == "ours" else f"_{args.peer_grammar}"
+    grammar = f"_{args.optimizer}_{args.program}" if side == "ours" else f"_{args.peer_grammar}"
     return results / f"{side}_depth{args.depth}_restarts{args.restarts}_seed{args.seed}{grammar}.json"
 
 
@@ -319,6 +325,7 @@ def compare(args) -> str:
         "seed": args.seed,
         "grammar": args.peer_grammar,
         "optimizer": args.optimizer,
+        "program": args.program,
     }
     results = Path(args.results)
     results.mkdir(parents=True, exist_ok=True)
@@ -340,7 +347,8 @@ def compare(args) -> str:
             atomic_write_text(refit_path, json.dumps(refit))
     title = (
         f"{SERIES} training split (n = {len(y)}, standardised), depth {args.depth}, {args.restarts} restarts per "
-        f"candidate, beam 1, seed {args.seed}; our optimizer {args.optimizer!r}; GPy-ABCD grammar {args.peer_grammar!r}"
+        f"candidate, beam 1, seed {args.seed}; our optimizer {args.optimizer!r}, program {args.program!r}; "
+        f"GPy-ABCD grammar {args.peer_grammar!r}"
     )
     return title + "\n\n" + markdown(ours, theirs, refit)
 
@@ -353,6 +361,9 @@ def main(argv=None) -> int:
     parser.add_argument("--side", choices=SIDES, default="both", help="which search(es) to run now")
     parser.add_argument("--peer-grammar", choices=PEER_GRAMMARS, default="default")
     parser.add_argument("--optimizer", choices=OPTIMIZERS, default="host-lbfgs", help="ml2 optimizer of our search")
+    parser.add_argument(
+        "--program", choices=PROGRAMS, default="shared", help="our search's candidates: one shared program or one each"
+    )
     parser.add_argument("--results", default="bench_results/abcd_vs_gpy_abcd", help="where each side's JSON is kept")
     parser.add_argument("--no-refit", action="store_true", help="skip refitting GPy-ABCD's structure by our ML-II")
     parser.add_argument("--worker", help=argparse.SUPPRESS)

@@ -238,8 +238,8 @@ def test_host_lbfgs_reaches_the_optimum_of_the_in_graph_lbfgs(linear_search):
     assert host.log_likelihood == pytest.approx(graph.log_likelihood, abs=1e-5)
     assert host.noise == pytest.approx(graph.noise, rel=1e-2)
     assert host.run_s > 0
-    # the search's own fits used host-lbfgs, each compiling its program once (the fixture ran them first)
-    assert result.options["optimizer"] == "host-lbfgs" and all(f.compile_s > 0 for f in result.trace)
+    # the search's own fits used host-lbfgs through one shared program, compiled by the first (the fixture ran them)
+    assert result.options["optimizer"] == "host-lbfgs" and result.trace[0].compile_s > 0
 
 
 def test_a_failing_candidate_is_recorded_and_the_search_goes_on(monkeypatch, linear_search):

@@ -24,5 +24,6 @@ from zoo import (  # noqa: E402,F401  (registers the models)
 )
 from zoo.programs import model  # noqa: E402
 from zoo.registry import Dataset, ModelSpec, get, names, register  # noqa: E402
+from zoo.structure import model as _structure_model  # noqa: E402,F401  (gp/structure)
 
 __all__ = ["Dataset", "ModelSpec", "get", "model", "names", "register"]

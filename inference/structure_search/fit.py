@@ -18,8 +18,13 @@ import zoo
 from inference.structure_search.bounds import PeriodBounds, best_admissible
 from zoo import regression
 from zoo.errors import ZooError
+from zoo.kernels import parse, with_values
 from zoo.kernels.base import Kernel
-from zoo.kernels.priors import parametrised_nodes, site_names
+from zoo.kernels.priors import default_values, parametrised_nodes, site_names
+from zoo.regression import GP_DEFAULTS
+from zoo.structure import program
+
+DEFAULT_NOISE = GP_DEFAULTS["noise"]  # gp/regression's start for the noise variance
 
 
 class FitFailure(ZooError):
@@ -58,6 +63,7 @@ def fit_ml2(
     bounds: PeriodBounds | None = None,
     init: Mapping[str, float] | None = None,
     optimizer: str = "lbfgs",
+    capacity: program.Capacity | None = None,
 ) -> FitOutcome:
     """ML-II of ``gp/regression`` with ``kernel``'s structure on (X (n, D), y (n,)); the restart with the highest
     log marginal likelihood among those within ``bounds`` (all, without bounds) is kept.
@@ -66,30 +72,49 @@ def fit_ml2(
     ``Kernel`` at its own hyperparameters and ``noise``, and for the rest (every site of an expression string) at the
     model's defaults (every hyperparameter 1, noise 0.1). ``optimizer``: ml2's, "lbfgs" (optax, restarts vmapped in
     one compiled program) or "host-lbfgs" (scipy's L-BFGS over a compiled value-and-gradient, restarts one after
-    another: compiles several times faster; docs/performance.md#structure-search)."""
-    expression = kernel if isinstance(kernel, str) else str(kernel)
-    start = {} if isinstance(kernel, str) else start_values(kernel)
-    if noise is not None:
-        start["noise"] = np.asarray(noise, float)
+        another: compiles several times faster; docs/performance.md#structure-search). ``capacity``: fit through
+    ``gp/structure``, the program shared by every structure within that capacity (``zoo.structure.program``;
+    docs/performance.md#shared-program), instead of ``gp/regression`` compiled for this structure; the kernel must
+    be encodable (else ``NotEncodable``)."""
+    template = parse(kernel) if isinstance(kernel, str) else kernel
+    own = {} if isinstance(kernel, str) else start_values(template)  # a string's sites start at the model defaults
+    given = {**own, **({} if noise is None else {"noise": np.asarray(noise, float)}), **(init or {})}
+    if capacity is None:
+        expression = kernel if isinstance(kernel, str) else str(kernel)
+        model, data, start = zoo.get("gp/regression", kernel=expression), {"X": X, "y": y}, given
+
+        def read(estimates):
+            return regression.kernel_and_noise(estimates, expression)
+    else:
+        encoding = program.encode(template, np.shape(X)[1])
+        model = zoo.get("gp/structure", slots=capacity.text(), terms=capacity.terms, factors=capacity.factors)
+        data = {"X": X, "y": y, **encoding.arrays(capacity)}
+        values = encoding.slot_values(template, capacity, {**default_values(template), **given})
+        start = {**values, "noise": given.get("noise", DEFAULT_NOISE)}
+
+        def read(estimates):
+            values = encoding.kernel_values(template, estimates)
+            return with_values(template, values, np.shape(X)[1]), np.asarray(estimates["noise"])
+
     idata = inference.run(
-        zoo.get("gp/regression", kernel=expression),
-        {"X": X, "y": y},
+        model,
+        data,
         engine="ml2",
         seed=seed,
         num_chains=restarts,
         num_steps=num_steps,
-        init={**start, **(init or {})},
+        init=start,
         init_radius=jitter,
         optimizer=optimizer,
     )
     logliks = np.asarray(idata.point_estimates["log_likelihood"].values, float)
     if not np.any(np.isfinite(logliks)):
-        raise FitFailure(f"{expression}: every restart ended on a non-finite log marginal likelihood.")
-    fits = [regression.kernel_and_noise(idata.point_estimates.isel(chain=c), expression) for c in range(restarts)]
+        raise FitFailure(f"{template}: every restart ended on a non-finite log marginal likelihood.")
+    fits = [read(idata.point_estimates.isel(chain=c)) for c in range(restarts)]
     chain, violations = best_admissible(logliks, [k for k, _ in fits], bounds)
     if chain is None:
         broken = "; ".join(sorted({line for lines in violations for line in lines}))
-        raise FitFailure(f"{expression}: no restart ended within the periodic kernels' bounds ({broken}).")
+        raise FitFailure(f"{template}: no restart ended within the periodic kernels' bounds ({broken}).")
     fitted, fitted_noise = fits[chain]
     return FitOutcome(
         fitted,

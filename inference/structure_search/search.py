@@ -7,13 +7,16 @@ so far (width 1: the thesis's greedy search) are expanded by every operator of t
 (canonical form, ``zoo.structure``) is fitted by ML-II from several restarts (``fit.py``) and scored; structures
 already fitted at an earlier depth are not fitted again. The search stops at ``depth`` or when the best score has
 not improved for ``patience`` depths, and returns the best candidate over all depths with the whole trace.
-Candidates of a depth are independent; on one machine they are fitted in a loop, each by its own compiled
-marginal likelihood and gradient, the restarts run by scipy's L-BFGS one after another (ml2's ``host-lbfgs``; or
-``optimizer="lbfgs"``: optax's L-BFGS with the restarts as vmapped chains of one larger compiled program).
+Candidates of a depth are independent; on one machine they are fitted in a loop, by one compiled marginal likelihood
+and gradient shared by every structure of the depth (``program="shared"``: the structure is data,
+``zoo.structure.program``; or one program per structure), the restarts run by scipy's L-BFGS one after another
+(ml2's ``host-lbfgs``; or ``optimizer="lbfgs"``: optax's L-BFGS with the restarts as vmapped chains of one larger
+compiled program).
 A candidate that fails (numerical failure, an error of the engine) is recorded with
 its error and score -inf, and the search goes on.
 """
 
+import contextlib
 import math
 import sys
 import time
@@ -29,6 +32,15 @@ from inference.structure_search.scores import SCORES, bic, laplace_log_evidence,
 from zoo.errors import DataError, OptionError, ZooError
 from zoo.kernels import NAMES, num_params
 from zoo.structure.grammar import BASIC, OPERATORS, TIME_SERIES_BASE, Grammar, expand
+from zoo.structure.program import Capacity, NotEncodable, encode
+
+PROGRAMS = ("auto", "shared", "per-structure")
+# Largest n at which "auto" shares one program between structures. The shared program evaluates every slot of the
+# capacity and the masked products of every term, a working set of ~(slots + terms) n^2 floats: at n = 129 it
+# costs 1.3-1.8x the per-structure program's time per evaluation, less than the compilation it saves; at n = 300
+# the working set leaves this machine's 32 MB cache and an evaluation took 5-9x longer
+# (docs/performance.md#shared-program).
+SHARED_MAX_N = 200
 
 
 class SearchError(ZooError):
@@ -83,6 +95,7 @@ def search(
     num_steps: int = 300,
     patience: int = 2,
     optimizer: str = "host-lbfgs",
+    program: str = "auto",
     seed: int = 0,
     score_options: dict | None = None,
     progress: Callable[[str], None] | None = None,
@@ -95,13 +108,19 @@ def search(
     width: the beam. restarts: ML-II restarts per candidate (chains). optimizer: ml2's optimizer for every candidate
     ("host-lbfgs": scipy's L-BFGS over one compiled value-and-gradient, a program that compiles in about a second;
     "lbfgs": optax's L-BFGS in one compiled while_loop, 5-9 s of compilation per candidate and slow on flat
-    optima; docs/performance.md#structure-search). progress: a line printer (default stderr).
+    optima; docs/performance.md#structure-search). program: "shared" fits the candidates through ``gp/structure``,
+    one compiled program for every structure within a capacity that grows with the depth (``zoo.structure.program``;
+    a kernel it cannot encode falls back to its own program), "per-structure" through ``gp/regression`` compiled
+    for each structure, "auto" (default) shared up to ``SHARED_MAX_N`` observations
+    (docs/performance.md#shared-program). progress: a line printer (default stderr).
     """
     X, y = check_data(X, y)
     depth, width = _positive_int("depth", depth), _positive_int("width", width)
     restarts, patience = _positive_int("restarts", restarts), _positive_int("patience", patience)
     if optimizer not in ("lbfgs", "host-lbfgs"):
         raise OptionError(f"optimizer must be 'lbfgs' or 'host-lbfgs', got {optimizer!r}.")
+    if program not in PROGRAMS:
+        raise OptionError(f"program must be one of {list(PROGRAMS)}, got {program!r}.")
     if score not in SCORES:
         raise OptionError(f"score must be one of {list(SCORES)}, got {score!r}.")
     D = X.shape[1]
@@ -127,6 +146,7 @@ def search(
         "jitter": jitter,
         "num_steps": num_steps,
         "optimizer": optimizer,
+        "program": program if program != "auto" else ("shared" if X.shape[0] <= SHARED_MAX_N else "per-structure"),
         "patience": patience,
         "seed": seed,
         "score_options": dict(score_options or {}),
@@ -137,6 +157,7 @@ def search(
     fitted_keys: set[str] = set()
     beam: list[Fitted | None] = [None]
     best: Fitted | None = None
+    capacity: Capacity | None = None
     stale = 0
     for level in range(1, depth + 1):
         todo = []
@@ -146,10 +167,14 @@ def search(
                     fitted_keys.add(cand.key)
                     todo.append((cand, parent))
         say(f"depth {level}: {len(todo)} candidates")
+        encodings = _encodings([cand for cand, _ in todo], D) if options["program"] == "shared" else {}
+        for encoding in encodings.values():
+            capacity = encoding.capacity if capacity is None else capacity.union(encoding.capacity)
         this_level = []
         for i, (cand, parent) in enumerate(todo):
             noise = 0.1 if parent is None else parent.noise
-            entry = _evaluate(cand, parent, level, Xs, ys, noise, options, int(rng.integers(2**31)), bounds)
+            shared = capacity if cand.key in encodings else None
+            entry = _evaluate(cand, parent, level, Xs, ys, noise, options, int(rng.integers(2**31)), bounds, shared)
             trace.append(entry)
             this_level.append(entry)
             if entry.ok and (best is None or entry.score > best.score):
@@ -175,8 +200,20 @@ def search(
     return SearchResult(best, trace, X, y, scale, score, options, time.perf_counter() - start)
 
 
-def _evaluate(cand, parent, level: int, Xs, ys, noise: float, options: dict, seed: int, bounds=None) -> Fitted:
-    """Fit one candidate and score it; failures are recorded, not raised."""
+def _encodings(candidates, D: int) -> dict:
+    """The encodable candidates' structures as data (``zoo.structure.program``), by key."""
+    found = {}
+    for cand in candidates:
+        with contextlib.suppress(NotEncodable):  # fitted by its own program
+            found[cand.key] = encode(cand.kernel, D)
+    return found
+
+
+def _evaluate(
+    cand, parent, level: int, Xs, ys, noise: float, options: dict, seed: int, bounds=None, capacity=None
+) -> Fitted:
+    """Fit one candidate (through the shared program of ``capacity`` if given) and score it; failures are
+    recorded, not raised."""
     entry = Fitted(level, cand.key, cand.operator, None if parent is None else parent.expression)
     t0 = time.perf_counter()
     try:
@@ -191,6 +228,7 @@ def _evaluate(cand, parent, level: int, Xs, ys, noise: float, options: dict, see
             seed,
             bounds,
             optimizer=options["optimizer"],
+            capacity=capacity,
         )
         entry.compile_s, entry.run_s = fit.compile_s, fit.run_s
         entry.kernel, entry.noise, entry.log_likelihood = fit.kernel, fit.noise, fit.log_likelihood
