@@ -4,12 +4,15 @@ linear regression from ABCD's depth-1 fits), wall time, candidate fits and fits 
 
 Usage::
 
-    python -m benchmarks.abcd_tsdl [--series NAME ...] [--depth 2] [--cache DIR] [--out FILE]
+    python -m benchmarks.abcd_tsdl [--series NAME ...] [--depth 2] [--score bic|laplace|tsmc] [--cache DIR]
+        [--out FILE]
 
 Settings: the figure's full settings (3 ML-II restarts per candidate, at most 250 training points per series, BIC,
-beam 1) at ``--depth``. With ``--cache`` each series' row is kept as JSON (the figure's cache format), so a run split
-over several sessions, or the figure's own run, is summarised without fitting again; the wall times are those
-recorded when the series was fitted. Pin it (``taskset -c 1 ...``): the times are one core's.
+beam 1) at ``--depth``; ``--score`` ranks ABCD's candidates (docs/sources/duvenaud.md#scores: BIC, the thesis's,
+or a Laplace or tempered-SMC log evidence; TCI and CP keep BIC). With ``--cache`` each series' row is kept as JSON
+(the figure's cache format), so a run split over several sessions, or the figure's own run, is summarised without
+fitting again; the wall times are those recorded when the series was fitted. Pin it (``taskset -c 1 ...``): the
+times are one core's.
 """
 
 import argparse
@@ -18,14 +21,15 @@ import time
 from pathlib import Path
 
 from inference.files.atomic import atomic_write_text
+from inference.structure_search.scores import SCORES
 from paper_figures import duvenaud_abcd_extrapolation as figure
 
 METHODS = tuple(figure.SEARCHES)
 
 
-def run(names: list[str], depth: int, cache: Path | None, say=print) -> list[dict]:
+def run(names: list[str], depth: int, cache: Path | None, score: str = "bic", say=print) -> list[dict]:
     """One row per series: the figure's row (kernels, RMSEs, fits and wall time per method)."""
-    config = {**figure.FULL, "depth": depth}
+    config = {**figure.FULL, "depth": depth, "score": score}
     rows = []
     for name in names:
         start = time.perf_counter()
@@ -65,6 +69,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--series", nargs="*", help="series names (default: all 13)")
     parser.add_argument("--depth", type=int, default=figure.FULL["depth"])
+    parser.add_argument("--score", choices=SCORES, default="bic", help="ranks ABCD's candidates")
     parser.add_argument("--cache", type=Path, help="keep / reuse each series' row as JSON here")
     parser.add_argument("--out", type=Path, help="write the Markdown table here")
     args = parser.parse_args(argv)
@@ -72,7 +77,7 @@ def main(argv=None) -> int:
     unknown = sorted(set(names) - set(figure.series_names()))
     if unknown or args.depth < 1:
         parser.error(f"unknown series {unknown}" if unknown else "depth must be >= 1")
-    rows = run(names, args.depth, args.cache)
+    rows = run(names, args.depth, args.cache, args.score)
     table = markdown(rows, args.depth)
     if args.out:
         atomic_write_text(args.out, table)

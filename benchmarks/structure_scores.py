@@ -2,10 +2,11 @@
 
     python -m benchmarks.structure_scores TRACE.json SERIES [--top 4] [--particles 256]
 
-Reads a search trace (``SearchResult.write_json``) of a TSDL series (as
-``paper_figures/duvenaud_abcd_extrapolation.py`` writes them), takes the ``top`` candidates by BIC, and for each
-computes Laplace's log evidence (from its ML-II hyperparameters) and the tempered-SMC log evidence, with their wall
-times and the posterior over these structures under each score.
+Reads a search trace (``SearchResult.write_json``) of a TSDL series as ``paper_figures/duvenaud_abcd_extrapolation.py``
+writes them (``figures_out/duvenaud_abcd_extrapolation/series/NAME.trace.json``), takes the ``top`` candidates by
+BIC, and for each computes Laplace's log evidence (from its ML-II hyperparameters) and the tempered-SMC log
+evidence, with their wall times and the posterior over these structures under each score. The data are the ones
+the search saw: the figure's training split and its random subset of at most 250 points, standardised the same way.
 """
 
 import argparse
@@ -17,17 +18,14 @@ import numpy as np
 
 from inference.structure_search import Standardisation, structure_posterior
 from inference.structure_search.scores import laplace_log_evidence, tsmc_log_evidence
-from zoo.data import tsdl
-
-SHARED = Path("/work/shared/data/tsdl_9010")
+from paper_figures import duvenaud_abcd_extrapolation as figure
 
 
-def load(name: str):
-    """(x_train, y_train, x_test, y_test) of a shipped series, else of one in SHARED."""
-    if name in tsdl.names():
-        return tuple(tsdl.load(name))
-    train, test = (np.loadtxt(SHARED / f"{name}-{part}.csv", delimiter=",", ndmin=2) for part in ("train", "test"))
-    return train[:, 0], train[:, 1], test[:, 0], test[:, 1]
+def load(name: str, subset: int = figure.FULL["subset"]) -> tuple[np.ndarray, np.ndarray]:
+    """(x, y) the figure's search fitted on series ``name``."""
+    x, y, _, _ = figure.load(name)
+    chosen = figure.subset_indices(len(x), subset)
+    return x[chosen], y[chosen]
 
 
 def main(argv=None) -> None:
@@ -38,7 +36,7 @@ def main(argv=None) -> None:
     p.add_argument("--particles", type=int, default=256)
     args = p.parse_args(argv)
     saved = json.loads(Path(args.trace).read_text())
-    x, y, _, _ = load(args.series)
+    x, y = load(args.series)
     scale = Standardisation.of(x[:, None], y)
     Xs, ys = scale.inputs(x[:, None]), scale.targets(y)
     entries = sorted((e for e in saved["trace"] if e["error"] is None), key=lambda e: -e["bic"])[: args.top]

@@ -127,6 +127,7 @@ def run_series(name: str, config: dict, cache: Path | None = None) -> dict:
             base=config["abcd_base"] if method == "ABCD" else base,
             operators=operators,
             restarts=config["restarts"],
+            score=config.get("score", "bic") if method == "ABCD" else "bic",
             seed=0,
         )
         wall = time.perf_counter() - start

@@ -112,9 +112,28 @@ def test_search_gives_the_same_trace_with_either_program(wiggly_line):
     own = search(X, y, program="per-structure", **options)
     assert [f.expression for f in shared.trace] == [f.expression for f in own.trace]
     np.testing.assert_allclose([f.bic for f in shared.trace], [f.bic for f in own.trace], atol=1e-4)
-    # one program per depth's capacity: the first candidate of a depth compiles, the rest reuse it
-    for depth in (1, 2):
-        fits = [f for f in shared.trace if f.depth == depth]
-        assert all(f.compile_s == 0.0 for f in fits[1:])
+    # one program per group of similar size: depth 1 (four base kernels, one group) compiles once, and depth 2
+    # fewer times than it has candidates
+    depth1, depth2 = ([f for f in shared.trace if f.depth == d] for d in (1, 2))
+    assert [f.compile_s > 0 for f in depth1] == [True, False]
+    assert 0 < sum(f.compile_s > 0 for f in depth2) < len(depth2)
     with pytest.raises(OptionError, match="program"):
         search(X, y, program="own", **options)
+
+
+def test_candidates_are_grouped_by_size_and_programs_reused():
+    """Groups by terms and factors rounded up to powers of two; a group's capacity holds every member's slots and
+    grows from depth to depth; a structure of more than MAX_SHARED_PRODUCTS terms x factors is left out."""
+    from inference.structure_search.search import MAX_SHARED_PRODUCTS, _capacities
+
+    big, huge = "(SE + Lin) x (Per + RQ) x CP(SE, Lin)", "(SE + Lin) x (Per + RQ) x CP(SE, Lin) x CP(SE, Lin)"
+    kernels = {k: parse(k) for k in ["SE + Lin", "Per + RQ", "SE x Per", big, huge]}
+    encodings = {k: encode(kernel, 1) for k, kernel in kernels.items()}
+    programs = {}
+    capacities = _capacities(encodings, programs)
+    assert capacities["SE + Lin"] == capacities["Per + RQ"] == Capacity.of({"SE": 1, "RQ": 1, "Lin": 1, "Per": 1}, 2, 1)
+    assert capacities["SE x Per"] == Capacity.of({"SE": 1, "Per": 1}, 1, 2)
+    assert (encodings[big].capacity.terms, encodings[big].capacity.factors) == (8, 4)  # 2 x 2 x 2 terms
+    assert MAX_SHARED_PRODUCTS == 32 and big in capacities and huge not in capacities  # huge: 16 x 5 -> 16 x 8
+    later = _capacities({"C + SE": encode(parse("C + SE"), 1)}, programs)
+    assert later["C + SE"] == Capacity.of({"SE": 1, "RQ": 1, "Lin": 1, "Per": 1, "C": 1}, 2, 1)

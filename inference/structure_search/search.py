@@ -7,8 +7,8 @@ so far (width 1: the thesis's greedy search) are expanded by every operator of t
 (canonical form, ``zoo.structure``) is fitted by ML-II from several restarts (``fit.py``) and scored; structures
 already fitted at an earlier depth are not fitted again. The search stops at ``depth`` or when the best score has
 not improved for ``patience`` depths, and returns the best candidate over all depths with the whole trace.
-Candidates of a depth are independent; on one machine they are fitted in a loop, by one compiled marginal likelihood
-and gradient shared by every structure of the depth (``program="shared"``: the structure is data,
+Candidates of a depth are independent; on one machine they are fitted in a loop, by compiled marginal likelihoods
+and gradients shared by the structures of similar size (``program="shared"``: the structure is data,
 ``zoo.structure.program``; or one program per structure), the restarts run by scipy's L-BFGS one after another
 (ml2's ``host-lbfgs``; or ``optimizer="lbfgs"``: optax's L-BFGS with the restarts as vmapped chains of one larger
 compiled program).
@@ -35,12 +35,12 @@ from zoo.structure.grammar import BASIC, OPERATORS, TIME_SERIES_BASE, Grammar, e
 from zoo.structure.program import Capacity, NotEncodable, encode
 
 PROGRAMS = ("auto", "shared", "per-structure")
-# Largest n at which "auto" shares one program between structures. The shared program evaluates every slot of the
-# capacity and the masked products of every term, a working set of ~(slots + terms) n^2 floats: at n = 129 it
-# costs 1.3-1.8x the per-structure program's time per evaluation, less than the compilation it saves; at n = 300
-# the working set leaves this machine's 32 MB cache and an evaluation took 5-9x longer
-# (docs/performance.md#shared-program).
+# Largest n at which "auto" shares programs between structures. An evaluation of the shared program gathers every
+# term's factors, padded to the capacity, a working set of ~(bank + terms x factors) n^2 floats: at n = 129-200 it
+# costs 1.3-2x the per-structure program's time, less than the compilation it saves; at n = 300 the working set
+# leaves this machine's 32 MB cache and an evaluation took 3-6x longer (docs/performance.md#shared-program).
 SHARED_MAX_N = 200
+MAX_SHARED_PRODUCTS = 32  # terms x factors of the largest shared program (``_capacities``)
 
 
 class SearchError(ZooError):
@@ -109,8 +109,8 @@ def search(
     ("host-lbfgs": scipy's L-BFGS over one compiled value-and-gradient, a program that compiles in about a second;
     "lbfgs": optax's L-BFGS in one compiled while_loop, 5-9 s of compilation per candidate and slow on flat
     optima; docs/performance.md#structure-search). program: "shared" fits the candidates through ``gp/structure``,
-    one compiled program for every structure within a capacity that grows with the depth (``zoo.structure.program``;
-    a kernel it cannot encode falls back to its own program), "per-structure" through ``gp/regression`` compiled
+    one compiled program for every group of structures of similar size (``zoo.structure.program``; a kernel it
+    cannot encode, or a very large one, gets its own program), "per-structure" through ``gp/regression`` compiled
     for each structure, "auto" (default) shared up to ``SHARED_MAX_N`` observations
     (docs/performance.md#shared-program). progress: a line printer (default stderr).
     """
@@ -157,7 +157,7 @@ def search(
     fitted_keys: set[str] = set()
     beam: list[Fitted | None] = [None]
     best: Fitted | None = None
-    capacity: Capacity | None = None
+    capacities: dict[tuple[int, int], Capacity] = {}  # the shared programs so far, by (terms, factors)
     stale = 0
     for level in range(1, depth + 1):
         todo = []
@@ -168,12 +168,11 @@ def search(
                     todo.append((cand, parent))
         say(f"depth {level}: {len(todo)} candidates")
         encodings = _encodings([cand for cand, _ in todo], D) if options["program"] == "shared" else {}
-        for encoding in encodings.values():
-            capacity = encoding.capacity if capacity is None else capacity.union(encoding.capacity)
+        shared_by_key = _capacities(encodings, capacities)
         this_level = []
         for i, (cand, parent) in enumerate(todo):
             noise = 0.1 if parent is None else parent.noise
-            shared = capacity if cand.key in encodings else None
+            shared = shared_by_key.get(cand.key)
             entry = _evaluate(cand, parent, level, Xs, ys, noise, options, int(rng.integers(2**31)), bounds, shared)
             trace.append(entry)
             this_level.append(entry)
@@ -198,6 +197,31 @@ def search(
             say(f"depth {level}: no improvement for {patience} depths; stopping")
             break
     return SearchResult(best, trace, X, y, scale, score, options, time.perf_counter() - start)
+
+
+def _capacities(encodings: dict, programs: dict) -> dict:
+    """The capacity of the shared program each encodable candidate is fitted with, by key.
+
+    Candidates are grouped by their terms and factors rounded up to powers of two, and each group's capacity holds
+    every member's slots (and those of the same group at earlier depths, so its compiled program is reused while
+    the slots suffice): an evaluation costs about terms x factors gathered products, so a group pads each member by
+    at most 2x in each, where one capacity for the whole depth padded every candidate to the largest (a CP(S, S)
+    doubles S's terms). Structures of more than ``MAX_SHARED_PRODUCTS`` terms x factors are left to their own
+    program. ``programs`` (updated): the capacities so far by (terms, factors)."""
+    out = {}
+    for key, encoding in encodings.items():
+        need = encoding.capacity
+        size = (_power_of_two(need.terms), _power_of_two(need.factors))
+        if size[0] * size[1] > MAX_SHARED_PRODUCTS:
+            continue
+        grown = Capacity(need.slots, *size)
+        programs[size] = grown if size not in programs else programs[size].union(grown)
+        out[key] = size
+    return {key: programs[size] for key, size in out.items()}
+
+
+def _power_of_two(k: int) -> int:
+    return 1 << (k - 1).bit_length()
 
 
 def _encodings(candidates, D: int) -> dict:
