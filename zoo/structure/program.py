@@ -212,29 +212,21 @@ def bank(X: Array, values: Mapping[str, Array], columns: Array, capacity: Capaci
     """The (bank_size, n, n) matrices of ``capacity``'s slots on inputs X (n, D): ones, zeros, then each type's Gram
     matrices (bases) or weight and complement outer products (switches), slot by slot. ``values``: the constrained
     site values (``site_name``: (slots,)); columns: (total slots,) input column per slot, -1 for a slot the structure
-    does not use (its matrices are zeros and cost nothing: a ``cond`` in a loop over the slots rather than a
-    ``vmap``, which would compute every slot)."""
+    does not use (computed on column 0 and never gathered). Every slot is computed, vmapped per type: skipping the
+    unused ones by a ``cond`` in a loop over the slots made the airline search 1.4x slower
+    (docs/performance.md#shared-program)."""
     n = X.shape[0]
     parts = [jnp.ones((1, n, n)), jnp.zeros((1, n, n))]
     start = 0
     for kind, count in zip(TYPES, capacity.slots, strict=True):
         if count == 0:
             continue
-        cols = columns[start : start + count]
+        cols = jnp.maximum(columns[start : start + count], 0)
         start += count
         params = {p: values[site_name(kind, p)] for p in NAMES[kind].PARAMS}
-        matrices = 2 if kind in SWITCHES else 1
-
-        def one_slot(args, kind=kind, matrices=matrices):
-            p, column = args
-            x = jnp.take(X, jnp.maximum(column, 0), axis=1)
-            return jax.lax.cond(
-                column >= 0,
-                lambda: _slot_matrices(kind, p, x),
-                lambda: jnp.zeros((matrices, n, n)),
-            )
-
-        parts.append(jax.lax.map(one_slot, (params, cols)).reshape(matrices * count, n, n))
+        x = jnp.take(X, cols, axis=1).T  # (count, n)
+        matrices = jax.vmap(lambda p, xi, kind=kind: _slot_matrices(kind, p, xi))(params, x)
+        parts.append(matrices.reshape(-1, n, n))  # a switch's weight and complement, slot by slot
     return jnp.concatenate(parts)
 
 
