@@ -72,7 +72,7 @@ def fit_ml2(
     ``Kernel`` at its own hyperparameters and ``noise``, and for the rest (every site of an expression string) at the
     model's defaults (every hyperparameter 1, noise 0.1). ``optimizer``: ml2's, "lbfgs" (optax, restarts vmapped in
     one compiled program) or "host-lbfgs" (scipy's L-BFGS over a compiled value-and-gradient, restarts one after
-        another: compiles several times faster; docs/performance.md#structure-search). ``capacity``: fit through
+    another: compiles several times faster; docs/performance.md#structure-search). ``capacity``: fit through
     ``gp/structure``, the program shared by every structure within that capacity (``zoo.structure.program``;
     docs/performance.md#shared-program), instead of ``gp/regression`` compiled for this structure; the kernel must
     be encodable (else ``NotEncodable``)."""
