@@ -1,6 +1,7 @@
 """What the 13-series extrapolation benchmark costs: every method's structure search on each TSDL series
-(``paper_figures.duvenaud_abcd_extrapolation``: ABCD, trend-cyclical-irregular and changepoint searches; SE and
-linear regression from ABCD's depth-1 fits), wall time, candidate fits and fits per second per series and in total.
+(``inference.structure_search.extrapolation``, as the figure runs it: ABCD, trend-cyclical-irregular and
+changepoint searches; SE and linear regression from ABCD's depth-1 fits), wall time, candidate fits and fits per
+second per series and in total.
 
 Usage::
 
@@ -21,19 +22,19 @@ import time
 from pathlib import Path
 
 from inference.files.atomic import atomic_write_text
+from inference.structure_search import extrapolation
 from inference.structure_search.scores import SCORES
-from paper_figures import duvenaud_abcd_extrapolation as figure
 
-METHODS = tuple(figure.SEARCHES)
+METHODS = tuple(extrapolation.SEARCHES)
 
 
 def run(names: list[str], depth: int, cache: Path | None, score: str = "bic", say=print) -> list[dict]:
     """One row per series: the figure's row (kernels, RMSEs, fits and wall time per method)."""
-    config = {**figure.FULL, "depth": depth, "score": score}
+    config = {**extrapolation.FULL, "depth": depth, "score": score}
     rows = []
     for name in names:
         start = time.perf_counter()
-        row = figure.run_series(name, config, cache=cache)
+        row = extrapolation.run_series(name, config, cache=cache)
         rows.append(row)
         total = sum(row[f"wall_{m}"] for m in METHODS)
         say(f"{name}: {total:.0f} s fitting ({time.perf_counter() - start:.0f} s now), ABCD {row['kernel_ABCD']}")
@@ -57,9 +58,10 @@ def markdown(rows: list[dict], depth: int) -> str:
     total = " | ".join(f"{fits[m]}, {wall[m]:.1f}" for m in METHODS)
     rate = sum(fits.values()) / sum(wall.values())
     lines.append(f"| **all {len(rows)}** | | {total} | {rate:.2f} |")
+    settings = extrapolation.FULL
     title = (
-        f"ABCD extrapolation benchmark, depth {depth}, {figure.FULL['restarts']} restarts per candidate, at most "
-        f"{figure.FULL['subset']} points per series; total {sum(wall.values()):.0f} s of fitting, "
+        f"ABCD extrapolation benchmark, depth {depth}, {settings['restarts']} restarts per candidate, at most "
+        f"{settings['subset']} points per series; total {sum(wall.values()):.0f} s of fitting, "
         f"{sum(fits.values())} candidate fits"
     )
     return title + "\n\n" + "\n".join(lines) + "\n"
@@ -68,13 +70,13 @@ def markdown(rows: list[dict], depth: int) -> str:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--series", nargs="*", help="series names (default: all 13)")
-    parser.add_argument("--depth", type=int, default=figure.FULL["depth"])
+    parser.add_argument("--depth", type=int, default=extrapolation.FULL["depth"])
     parser.add_argument("--score", choices=SCORES, default="bic", help="ranks ABCD's candidates")
     parser.add_argument("--cache", type=Path, help="keep / reuse each series' row as JSON here")
     parser.add_argument("--out", type=Path, help="write the Markdown table here")
     args = parser.parse_args(argv)
-    names = args.series or figure.series_names()
-    unknown = sorted(set(names) - set(figure.series_names()))
+    names = args.series or extrapolation.series_names()
+    unknown = sorted(set(names) - set(extrapolation.series_names()))
     if unknown or args.depth < 1:
         parser.error(f"unknown series {unknown}" if unknown else "depth must be >= 1")
     rows = run(names, args.depth, args.cache, args.score)

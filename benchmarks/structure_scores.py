@@ -16,15 +16,14 @@ from pathlib import Path
 
 import numpy as np
 
-from inference.structure_search import Standardisation, structure_posterior
+from inference.structure_search import Standardisation, extrapolation, structure_posterior
 from inference.structure_search.scores import laplace_log_evidence, tsmc_log_evidence
-from paper_figures import duvenaud_abcd_extrapolation as figure
 
 
-def load(name: str, subset: int = figure.FULL["subset"]) -> tuple[np.ndarray, np.ndarray]:
+def load(name: str, subset: int = extrapolation.FULL["subset"]) -> tuple[np.ndarray, np.ndarray]:
     """(x, y) the figure's search fitted on series ``name``."""
-    x, y, _, _ = figure.load(name)
-    chosen = figure.subset_indices(len(x), subset)
+    x, y, _, _ = extrapolation.load(name)
+    chosen = extrapolation.subset_indices(len(x), subset)
     return x[chosen], y[chosen]
 
 
