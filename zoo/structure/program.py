@@ -100,9 +100,6 @@ class Capacity:
             index += 2 * s if t in SWITCHES else s
         return out
 
-    def bank_size(self) -> int:
-        return 2 + sum(2 * s if t in SWITCHES else s for t, s in zip(TYPES, self.slots, strict=True))
-
 
 @dataclasses.dataclass(frozen=True)
 class Encoding:
@@ -209,8 +206,8 @@ def encode(kernel: Kernel, D: int) -> Encoding:
 
 
 def bank(X: Array, values: Mapping[str, Array], columns: Array, capacity: Capacity) -> Array:
-    """The (bank_size, n, n) matrices of ``capacity``'s slots on inputs X (n, D): ones, zeros, then each type's Gram
-    matrices (bases) or weight and complement outer products (switches), slot by slot. ``values``: the constrained
+    """The bank of ``capacity``'s slots on inputs X (n, D), (2 + slot matrices, n, n): ones, zeros, then each type's
+    Gram matrices (bases) or weight and complement outer products (switches), slot by slot. ``values``: the constrained
     site values (``site_name``: (slots,)); columns: (total slots,) input column per slot, -1 for a slot the structure
     does not use (computed on column 0 and never gathered). Every slot is computed, vmapped per type: skipping the
     unused ones by a ``cond`` in a loop over the slots made the airline search 1.4x slower
