@@ -40,8 +40,9 @@ SIZES = (129, 200, 300)
 def milliseconds_per_call(spec, data: dict, reps: int) -> float:
     """Mean wall time of one value-and-gradient call at the unconstrained origin, after a first (compiling) call."""
     dataset = spec.validate(data)
-    z = {name: jnp.zeros(site["shape"]) for name, site in latent_sites(spec, dataset).items()}
-    program = host_program(spec, "ml")
+    layout = tuple((name, tuple(site["shape"])) for name, site in latent_sites(spec, dataset).items())
+    z = jnp.zeros(sum(int(np.prod(shape)) for _, shape in layout))
+    program = host_program(spec, "ml", layout)
     observed = {k: jnp.asarray(v) for k, v in dataset.observed.items()}
     jax.block_until_ready(program(z, {}, observed))
     start = time.perf_counter()

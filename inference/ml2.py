@@ -92,12 +92,18 @@ def ml2_runner(spec, objective: str, optimizer: str, num_steps: int, lr: float, 
 
 
 @cache
-def host_program(spec, objective: str):
-    """``jit((z, params, observed) -> ((loss, (values, log-likelihood, log prior)), grad))`` for one chain: z (and
-    grad) the free sites unconstrained, by name; values constrained."""
+def host_program(spec, objective: str, layout: tuple):
+    """``jit((z, params, observed) -> ((loss, (values, log-likelihood, log prior)), grad))`` for one chain: z (k,)
+    (and grad) the free sites unconstrained, flattened in the order of ``layout`` ((name, shape), ...); values
+    constrained, by name. One flat array per call, split inside the program: the host loop calls it hundreds of
+    times per chain, and a dict of small arrays cost one transfer per site per call (docs/performance.md)."""
     model = conditioned_program(spec)
+    sizes = [int(np.prod(shape)) for _, shape in layout]
+    ends = np.cumsum(sizes)[:-1].tolist()
 
     def loss(z, params, observed):
+        parts = jnp.split(z, ends)
+        z = {name: part.reshape(shape) for (name, shape), part in zip(layout, parts, strict=True)}
         support = supports(model, params, observed)
         values = {name: biject_to(support[name])(value) for name, value in z.items()}
         likelihood, prior = log_terms(model, values, params, observed)
@@ -110,24 +116,19 @@ def host_program(spec, objective: str):
 def _host_chains(spec, objective, timer, z0, params, observed, num_steps: int, tol: float, ftol: float):
     """The ``host-lbfgs`` optimizer: every chain of z0 (chain, ...) by ``optimise.host_lbfgs``, one after another,
     over one compiled value-and-gradient; the outputs of ``ml2_runner``'s program, stacked over chains."""
-    program = host_program(spec, objective)
-    names = list(z0)
-    shapes = [np.shape(z0[name])[1:] for name in names]
-    ends = np.cumsum([int(np.prod(shape)) for shape in shapes])[:-1]
-
-    def unflatten(z):
-        parts = zip(names, np.split(z, ends), shapes, strict=True)
-        return {name: jnp.asarray(part.reshape(shape)) for name, part, shape in parts}
+    layout = tuple((name, tuple(np.shape(value)[1:])) for name, value in z0.items())
+    program = host_program(spec, objective, layout)
+    params, observed = jax.device_put((params, observed))  # once, not at every call
 
     def value_and_grad(z):
-        (value, _), grad = timer.call(program, unflatten(z), params, observed)
-        return value, np.concatenate([np.ravel(grad[name]) for name in names])
+        (value, _), grad = timer.call(program, jnp.asarray(z), params, observed)
+        return value, np.asarray(grad, float)
 
     outputs = []
-    for c in range(np.shape(z0[names[0]])[0]):
-        start = np.concatenate([np.ravel(np.asarray(z0[name][c], float)) for name in names])
+    for c in range(np.shape(z0[layout[0][0]])[0]):
+        start = np.concatenate([np.ravel(np.asarray(z0[name][c], float)) for name, _ in layout])
         z, losses, steps = optimise.host_lbfgs(value_and_grad, start, num_steps, tol, ftol)
-        (_, (values, likelihood, prior)), _ = timer.call(program, unflatten(z), params, observed)
+        (_, (values, likelihood, prior)), _ = timer.call(program, jnp.asarray(z), params, observed)
         trace = np.where(np.arange(num_steps) < steps, -losses, -losses[steps - 1])
         outputs.append((values, trace, np.asarray(steps), likelihood, prior))
     return jax.tree.map(lambda *leaves: jnp.stack([jnp.asarray(leaf) for leaf in leaves]), *outputs)
