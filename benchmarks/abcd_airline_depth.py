@@ -4,11 +4,12 @@ depth (candidates, cumulative wall time, fits per second, compile share, best ke
 
 Usage::
 
-    python -m benchmarks.abcd_airline_depth --depth 10 [--restarts 3] [--seed 0] > airline_depth.log
+    python -m benchmarks.abcd_airline_depth --depth 10 [--restarts 3] [--seed 0] [--workers 2] > airline_depth.log
 
 Same series and settings as ``benchmarks.abcd_vs_gpy_abcd`` (the training 90 % of ``01-airline``, standardised;
-beam 1, BIC, no early stop: ``patience = depth``). A run stopped from outside (a time limit) still leaves its
-stamped lines, from which ``summarise`` rebuilds the rows of the depths it completed.
+beam 1, BIC, no early stop: ``patience = depth``). ``--workers 2`` fits each depth's candidates as Dask tasks on two
+local processes (the search's ``workers``), which gives the same search. A run stopped from outside (a time limit)
+still leaves its stamped lines, from which ``summarise`` rebuilds the rows of the depths it completed.
 """
 
 import argparse
@@ -69,6 +70,7 @@ def main(argv=None) -> int:
     parser.add_argument("--depth", type=int, default=10)
     parser.add_argument("--restarts", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--workers", type=int, default=1, help="local worker processes (default 1: in this one)")
     parser.add_argument("--summarise", help="a log of an earlier run: print its table and exit")
     args = parser.parse_args(argv)
     if args.summarise:
@@ -83,7 +85,16 @@ def main(argv=None) -> int:
         lines.append(f"{time.perf_counter() - t0:9.1f} {line}")
         print(lines[-1], flush=True)
 
-    search(x, y, depth=args.depth, restarts=args.restarts, patience=args.depth, seed=args.seed, progress=stamp)
+    search(
+        x,
+        y,
+        depth=args.depth,
+        restarts=args.restarts,
+        patience=args.depth,
+        seed=args.seed,
+        progress=stamp,
+        workers=args.workers,
+    )
     print(markdown(summarise(lines)), flush=True)
     return 0
 

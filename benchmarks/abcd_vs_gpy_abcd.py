@@ -4,7 +4,7 @@ Usage::
 
     python -m benchmarks.peers install gpy-abcd          # once: GPy-ABCD in its own venv (benchmarks/peers.py)
     python -m benchmarks.abcd_vs_gpy_abcd --depth 2 --restarts 3 [--side ours|theirs|both] [--results DIR]
-        [--optimizer host-lbfgs|lbfgs] [--program shared|per-structure]
+        [--optimizer host-lbfgs|lbfgs] [--program shared|per-structure] [--processes 2]
 
 Pin it (``taskset -c 1 ...``). Each search runs in its own process: ours through this interpreter (with
 ``ZOO_JAX_CACHE_DIR=off``, so every candidate's compilation is in its time), GPy-ABCD's through the peer's
@@ -14,8 +14,10 @@ does not, and on raw years its Lin offsets and random restarts start far from th
 
 Same settings on both sides: ``--depth`` levels of fitted candidates, ``--restarts`` optimiser runs per candidate,
 a beam of 1 (the thesis's greedy search), BIC as the score, no early stop, one process (GPy-ABCD's
-``fit_mods_not_parallel``, not its process pool). Each side keeps its own grammar, which is why the table reports
-fits per second beside wall time:
+``fit_mods_not_parallel``, not its process pool); or with ``--processes N`` (N > 1) the candidates of a round in
+parallel on both sides: ours on N Dask worker processes (the search's ``workers``), GPy-ABCD's own
+``fit_mods_parallel_processes`` (a ``multiprocessing`` pool of one process per core; it takes no count). Each side
+keeps its own grammar, which is why the table reports fits per second beside wall time:
 
 * ours: ``inference.structure_search.search`` defaults: base kernels SE, RQ, Lin, Per and operators C.1-C.11;
   depth 1 is the base kernels; ML-II by L-BFGS (at most 300 steps), restarts jittered around data-scaled starts;
@@ -74,23 +76,38 @@ OPTIMIZERS = ("host-lbfgs", "lbfgs")
 
 # Runs inside the peer's venv: argv[1] a JSON file {x, y, depth, restarts, seed, grammar}; prints one JSON line.
 GPY_ABCD_SCRIPT = r"""
-import json, sys, time, warnings
+import contextlib, json, sys, time, warnings
 t_import = time.perf_counter()
 import numpy as np
 import GPy_ABCD
 from GPy_ABCD import BIC, explore_model_space, fit_mods_not_parallel, production_rules, start_kernels
+from GPy_ABCD.Models.modelSearch import fit_mods_parallel_processes
 import_s = time.perf_counter() - t_import
 cfg = json.load(open(sys.argv[1]))
 X, Y = np.asarray(cfg["x"], float)[:, None], np.asarray(cfg["y"], float)[:, None]
 name = {"default": "Default", "original": "Original_ABCD"}[cfg["grammar"]]
 rounds = cfg["depth"] - 1 if cfg["grammar"] == "default" else cfg["depth"]
 np.random.seed(cfg["seed"])
+fitter = fit_mods_not_parallel if cfg.get("processes", 1) == 1 else fit_mods_parallel_processes
 warnings.simplefilter("ignore")
 t0 = time.perf_counter()
-sorted_models, tested, *_ = explore_model_space(
-    X, Y, start_kernels=start_kernels[name], p_rules=production_rules[name], utility_function=BIC, rounds=rounds,
-    beam=1, restarts=cfg["restarts"], model_list_fitter=fit_mods_not_parallel, optimiser="lbfgsb", verbose=False,
-)
+
+
+class Stamped:  # its verbose log, one line per round, on stderr with the seconds since the search began
+    def write(self, text):
+        for line in text.splitlines(keepends=True):
+            sys.stderr.write(f"{time.perf_counter() - t0:9.1f} GPy-ABCD: {line}" if line.strip() else line)
+        sys.stderr.flush()
+
+    def flush(self):
+        sys.stderr.flush()
+
+
+with contextlib.redirect_stdout(Stamped()):
+    sorted_models, tested, *_ = explore_model_space(
+        X, Y, start_kernels=start_kernels[name], p_rules=production_rules[name], utility_function=BIC, rounds=rounds,
+        beam=1, restarts=cfg["restarts"], model_list_fitter=fitter, optimiser="lbfgsb", verbose=True,
+    )
 wall_s = time.perf_counter() - t0
 best = sorted_models[0]
 try:
@@ -107,9 +124,13 @@ print(json.dumps({
 """
 
 
-def check_options(depth, restarts, side: str = "both", grammar: str = "default") -> None:
+def check_options(depth, restarts, side: str = "both", grammar: str = "default", processes: int = 1) -> None:
     """An ``OptionError`` for settings no search can run with (before any data is read or anything compiled)."""
-    for label, value, top in (("depth", depth, MAX_DEPTH), ("restarts", restarts, None)):
+    for label, value, top in (
+        ("depth", depth, MAX_DEPTH),
+        ("restarts", restarts, None),
+        ("processes", processes, None),
+    ):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1 or (top and value > top):
             bound = f"an integer from 1 to {top}" if top else "a positive integer"
             raise OptionError(f"{label} must be {bound}, got {value!r}.")
@@ -154,6 +175,7 @@ def _ours_worker(cfg: dict) -> dict:
         width=1,
         optimizer=cfg["optimizer"],
         program=cfg.get("program", "shared"),
+        workers=cfg.get("processes", 1),
     )
     wall_s = time.perf_counter() - t0
     best = result.best
@@ -304,7 +326,8 @@ def markdown(ours: dict | None, theirs: dict | None, refit: dict | None) -> str:
 
 def _result_path(results: Path, side: str, args) -> Path:
     grammar = f"_{args.optimizer}_{args.program}" if side == "ours" else f"_{args.peer_grammar}"
-    return results / f"{side}_depth{args.depth}_restarts{args.restarts}_seed{args.seed}{grammar}.json"
+    processes = f"_processes{args.processes}" if args.processes > 1 else ""
+    return results / f"{side}_depth{args.depth}_restarts{args.restarts}_seed{args.seed}{grammar}{processes}.json"
 
 
 def _load(path: Path) -> dict | None:
@@ -314,7 +337,7 @@ def _load(path: Path) -> dict | None:
 def compare(args) -> str:
     """Run the requested sides (each in its own process), keep their JSON in ``args.results``, refit GPy-ABCD's
     final structure by our ML-II once both are there, and return the Markdown table."""
-    check_options(args.depth, args.restarts, args.side, args.peer_grammar)
+    check_options(args.depth, args.restarts, args.side, args.peer_grammar, args.processes)
     python = peers.peer_python(PEER) if args.side in ("theirs", "both") else None  # PeerMissing before any work
     x, y = standardised_series()
     cfg = {
@@ -326,6 +349,7 @@ def compare(args) -> str:
         "grammar": args.peer_grammar,
         "optimizer": args.optimizer,
         "program": args.program,
+        "processes": args.processes,
     }
     results = Path(args.results)
     results.mkdir(parents=True, exist_ok=True)
@@ -348,7 +372,7 @@ def compare(args) -> str:
     title = (
         f"{SERIES} training split (n = {len(y)}, standardised), depth {args.depth}, {args.restarts} restarts per "
         f"candidate, beam 1, seed {args.seed}; our optimizer {args.optimizer!r}, program {args.program!r}; "
-        f"GPy-ABCD grammar {args.peer_grammar!r}"
+        f"GPy-ABCD grammar {args.peer_grammar!r}; {args.processes} process(es) per search"
     )
     return title + "\n\n" + markdown(ours, theirs, refit)
 
@@ -365,6 +389,9 @@ def main(argv=None) -> int:
         "--program", choices=PROGRAMS, default="shared", help="our search's candidates: one shared program or one each"
     )
     parser.add_argument("--results", default="bench_results/abcd_vs_gpy_abcd", help="where each side's JSON is kept")
+    parser.add_argument(
+        "--processes", type=int, default=1, help="fit a round's candidates on this many processes (both sides)"
+    )
     parser.add_argument("--no-refit", action="store_true", help="skip refitting GPy-ABCD's structure by our ML-II")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)

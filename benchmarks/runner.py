@@ -7,7 +7,6 @@ engine on the same model and seed) has finished, because every row carries the c
 """
 
 import json
-import logging
 import socket
 import sys
 import time
@@ -21,6 +20,7 @@ import numpy as np
 
 from benchmarks.store import ResultsStore
 from benchmarks.suites import Cell, Suite
+from inference.cluster import dask_client
 from zoo.errors import ZooError
 
 # Posterior means kept in a row per variable (enough to compare runs; the netCDF has everything).
@@ -158,41 +158,23 @@ def dask_outcomes(
 ) -> Iterator[CellOutcome]:
     """Run each cell as one Dask task: on the cluster at ``scheduler``, or on a local cluster of ``workers``
     single-threaded worker processes started here. Outcomes come back to the client, which alone writes."""
-    try:
-        from dask.distributed import Client, LocalCluster, as_completed
-    except ImportError:
-        raise ZooError("--executor dask needs Dask's distributed scheduler: pip install -e '.[distributed]'") from None
-    cluster = None
-    if scheduler is None:
-        # One thread per worker: each cell already vmaps its chains, and XLA uses the cores it is given.
-        cluster = LocalCluster(
-            n_workers=workers,
-            threads_per_worker=1,
-            processes=True,
-            dashboard_address=None,
-            silence_logs=logging.ERROR,  # nanny chatter at shutdown would drown the progress lines
-        )
-    try:
-        with Client(cluster if cluster is not None else scheduler) as client:
-            progress.line(f"dask: {len(client.scheduler_info()['workers'])} workers at {client.scheduler.address}")
-            futures = {
-                # References first (higher priority): the other cells' rows wait for them.
-                client.submit(
-                    run_cell, cell, key=f"zoo-cell-{cell.id}", pure=False, priority=int(cell.is_reference)
-                ): cell
-                for cell in cells
-            }
-            for future in as_completed(futures):
-                cell = futures[future]
-                try:
-                    outcome = future.result()
-                except Exception as exc:  # a lost worker or an unpicklable result: the cell failed
-                    outcome = failed_outcome(cell, exc)
-                progress.running = _running(client, len(futures) - progress.done - progress.failed)
-                yield outcome
-    finally:
-        if cluster is not None:
-            cluster.close()
+    with dask_client(scheduler, workers) as client:
+        from dask.distributed import as_completed  # importable: dask_client found Dask
+
+        progress.line(f"dask: {len(client.scheduler_info()['workers'])} workers at {client.scheduler.address}")
+        futures = {
+            # References first (higher priority): the other cells' rows wait for them.
+            client.submit(run_cell, cell, key=f"zoo-cell-{cell.id}", pure=False, priority=int(cell.is_reference)): cell
+            for cell in cells
+        }
+        for future in as_completed(futures):
+            cell = futures[future]
+            try:
+                outcome = future.result()
+            except Exception as exc:  # a lost worker or an unpicklable result: the cell failed
+                outcome = failed_outcome(cell, exc)
+            progress.running = _running(client, len(futures) - progress.done - progress.failed)
+            yield outcome
 
 
 def _running(client: Any, unfinished: int) -> int:

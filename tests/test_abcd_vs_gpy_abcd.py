@@ -13,7 +13,15 @@ from zoo.kernels import parse
 
 @pytest.mark.parametrize(
     "kwargs",
-    [{"depth": 0}, {"depth": bench.MAX_DEPTH + 1}, {"depth": True}, {"restarts": 0}, {"restarts": 1.5}, {"side": "x"}],
+    [
+        {"depth": 0},
+        {"depth": bench.MAX_DEPTH + 1},
+        {"depth": True},
+        {"restarts": 0},
+        {"restarts": 1.5},
+        {"side": "x"},
+        {"processes": 0},
+    ],
 )
 def test_bad_options_are_refused(kwargs):
     options = {"depth": 2, "restarts": 3} | kwargs

@@ -297,3 +297,19 @@ def test_search_recovers_a_known_structure():
     y = np.linalg.cholesky(K) @ rng.normal(size=100) + 0.1 * rng.normal(size=100)
     result = search(x, y, depth=3, base=("SE", "Lin", "Per"), operators=BASIC, restarts=3, progress=print)
     assert result.best.expression == key(parse("SE x Per + Lin"))
+
+
+def test_dask_workers_give_the_serial_search():
+    """Two local worker processes fit the candidates of each depth in whatever order they finish; the trace, the
+    scores and the best kernel are the serial search's (every seed is drawn before fitting)."""
+    pytest.importorskip("dask.distributed")
+    rng = np.random.default_rng(5)
+    x = np.linspace(0, 4, 25)
+    y = np.sin(3 * x) + 0.4 * x + 0.1 * rng.normal(size=25)
+    options = dict(depth=2, base=("SE", "Lin"), operators=BASIC, restarts=2, num_steps=60, progress=lambda s: None)
+    serial = search(x, y, **options)
+    parallel = search(x, y, workers=2, **options)
+    assert [f.expression for f in parallel.trace] == [f.expression for f in serial.trace]
+    assert len(serial.trace) > 2  # a second depth was fitted
+    np.testing.assert_allclose([f.score for f in parallel.trace], [f.score for f in serial.trace], rtol=1e-9)
+    assert parallel.best.expression == serial.best.expression

@@ -26,6 +26,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--operators", default=None, help="grammar operators C.1 ... C.11, comma-separated (default: all for one input)"
     )
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--workers", type=int, default=1, help="fit each depth's candidates on this many local processes")
+    p.add_argument("--scheduler", default=None, help="or on the Dask cluster at this address (e.g. tcp://host:8786)")
     p.add_argument("--out", default="search.json", help="where the trace goes (JSON; default search.json)")
     p.add_argument("--report", default=None, metavar="DIR", help="also write the best kernel's report (HTML, Markdown)")
 
@@ -46,6 +48,8 @@ def run(args) -> int:
         width=args.width,
         restarts=args.restarts,
         seed=args.seed,
+        workers=args.workers,
+        scheduler=args.scheduler,
     )
     path = result.write_json(Path(args.out))
     print(f"best: {result.best.expression} ({result.score} {result.best.score:.2f}, depth {result.best.depth})")

@@ -7,13 +7,12 @@ so far (width 1: the thesis's greedy search) are expanded by every operator of t
 (canonical form, ``zoo.structure``) is fitted by ML-II from several restarts (``fit.py``) and scored; structures
 already fitted at an earlier depth are not fitted again. The search stops at ``depth`` or when the best score has
 not improved for ``patience`` depths, and returns the best candidate over all depths with the whole trace.
-Candidates of a depth are independent; on one machine they are fitted in a loop, by compiled marginal likelihoods
-and gradients shared by the structures of similar size (``program="shared"``: the structure is data,
-``zoo.structure.program``; or one program per structure), the restarts run by scipy's L-BFGS one after another
-(ml2's ``host-lbfgs``; or ``optimizer="lbfgs"``: optax's L-BFGS with the restarts as vmapped chains of one larger
-compiled program).
-A candidate that fails (numerical failure, an error of the engine) is recorded with
-its error and score -inf, and the search goes on.
+Candidates of a depth are independent: fitted in a loop here, or as Dask tasks on local worker processes or a
+cluster (``workers``, ``scheduler``), by compiled marginal likelihoods and gradients shared by the structures of
+similar size (``program="shared"``: the structure is data, ``zoo.structure.program``; or one program per
+structure), the restarts run by scipy's L-BFGS one after another (ml2's ``host-lbfgs``; or ``optimizer="lbfgs"``:
+optax's L-BFGS with the restarts as vmapped chains of one larger compiled program). A candidate that fails
+(numerical failure, an error of the engine) is recorded with its error and score -inf, and the search goes on.
 """
 
 import contextlib
@@ -24,6 +23,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from inference.cluster import dask_client
 from inference.structure_search.bounds import PeriodBounds
 from inference.structure_search.fit import fit_ml2, start_values
 from inference.structure_search.result import Fitted, SearchResult, Standardisation
@@ -99,6 +99,8 @@ def search(
     seed: int = 0,
     score_options: dict | None = None,
     progress: Callable[[str], None] | None = None,
+    workers: int = 1,
+    scheduler: str | None = None,
 ) -> SearchResult:
     """Search kernel structures for y (n,) against X (n, D) (module docstring).
 
@@ -112,11 +114,15 @@ def search(
     one compiled program for every group of structures of similar size (``zoo.structure.program``; a kernel it
     cannot encode, or a very large one, gets its own program), "per-structure" through ``gp/regression`` compiled
     for each structure, "auto" (default) shared up to ``SHARED_MAX_N`` observations
-    (docs/performance.md#shared-program). progress: a line printer (default stderr).
+    (docs/performance.md#shared-program). progress: a line printer (default stderr). workers: with more than one,
+    each depth's candidates are Dask tasks on a local cluster of that many processes; scheduler: the address of a
+    Dask cluster to use instead (``inference.cluster``). Either way the result is the serial search's: every
+    candidate's seed is drawn before any is fitted, and the trace keeps the candidates' order.
     """
     X, y = check_data(X, y)
     depth, width = _positive_int("depth", depth), _positive_int("width", width)
     restarts, patience = _positive_int("restarts", restarts), _positive_int("patience", patience)
+    workers = _positive_int("workers", workers)
     if optimizer not in ("lbfgs", "host-lbfgs"):
         raise OptionError(f"optimizer must be 'lbfgs' or 'host-lbfgs', got {optimizer!r}.")
     if program not in PROGRAMS:
@@ -159,44 +165,75 @@ def search(
     best: Fitted | None = None
     capacities: dict[tuple[int, int], Capacity] = {}  # the shared programs so far, by (terms, factors)
     stale = 0
-    for level in range(1, depth + 1):
-        todo = []
-        for parent in beam:
-            for cand in expand(None if parent is None else parent.kernel, grammar, factory):
-                if cand.key not in fitted_keys:
-                    fitted_keys.add(cand.key)
-                    todo.append((cand, parent))
-        say(f"depth {level}: {len(todo)} candidates")
-        encodings = _encodings([cand for cand, _ in todo], D) if options["program"] == "shared" else {}
-        shared_by_key = _capacities(encodings, capacities)
-        this_level = []
-        for i, (cand, parent) in enumerate(todo):
-            noise = 0.1 if parent is None else parent.noise
-            shared = shared_by_key.get(cand.key)
-            entry = _evaluate(cand, parent, level, Xs, ys, noise, options, int(rng.integers(2**31)), bounds, shared)
-            trace.append(entry)
-            this_level.append(entry)
-            if entry.ok and (best is None or entry.score > best.score):
-                best = entry
-            status = f"{entry.score:.2f}" if entry.ok else f"failed ({entry.error})"
-            leader = f"{best.expression} ({best.score:.2f})" if best else "-"
-            say(
-                f"depth {level} [{i + 1}/{len(todo)}] {entry.expression}: {score} {status}, "
-                f"{entry.wall_s:.1f} s (compile {entry.compile_s:.1f} s); best {leader}"
-            )
-        ok = sorted((e for e in this_level if e.ok), key=lambda e: e.score, reverse=True)
-        if not ok:
-            if level == 1:
-                raise SearchError("every depth-1 candidate failed: " + "; ".join(e.error for e in this_level))
-            say(f"depth {level}: every candidate failed; stopping")
-            break
-        improved = ok[0] is best and best.depth == level
-        stale = 0 if improved else stale + 1
-        beam = ok[:width]
-        if stale >= patience:
-            say(f"depth {level}: no improvement for {patience} depths; stopping")
-            break
+    with _executor(workers, scheduler) as fit_all:
+        for level in range(1, depth + 1):
+            todo = []
+            for parent in beam:
+                for cand in expand(None if parent is None else parent.kernel, grammar, factory):
+                    if cand.key not in fitted_keys:
+                        fitted_keys.add(cand.key)
+                        todo.append((cand, parent))
+            say(f"depth {level}: {len(todo)} candidates")
+            encodings = _encodings([cand for cand, _ in todo], D) if options["program"] == "shared" else {}
+            shared_by_key = _capacities(encodings, capacities)
+            jobs = [
+                (
+                    cand,
+                    parent,
+                    level,
+                    Xs,
+                    ys,
+                    0.1 if parent is None else parent.noise,
+                    options,
+                    int(rng.integers(2**31)),
+                    bounds,
+                    shared_by_key.get(cand.key),
+                )
+                for cand, parent in todo
+            ]
+            this_level: list[Fitted | None] = [None] * len(jobs)
+            for done, (i, entry) in enumerate(fit_all(jobs), start=1):
+                this_level[i] = entry
+                if entry.ok and (best is None or entry.score > best.score):
+                    best = entry
+                status = f"{entry.score:.2f}" if entry.ok else f"failed ({entry.error})"
+                leader = f"{best.expression} ({best.score:.2f})" if best else "-"
+                say(
+                    f"depth {level} [{done}/{len(todo)}] {entry.expression}: {score} {status}, "
+                    f"{entry.wall_s:.1f} s (compile {entry.compile_s:.1f} s); best {leader}"
+                )
+            trace.extend(this_level)
+            ok = sorted((e for e in this_level if e.ok), key=lambda e: e.score, reverse=True)
+            if not ok:
+                if level == 1:
+                    raise SearchError("every depth-1 candidate failed: " + "; ".join(e.error for e in this_level))
+                say(f"depth {level}: every candidate failed; stopping")
+                break
+            improved = ok[0] is best and best.depth == level
+            stale = 0 if improved else stale + 1
+            beam = ok[:width]
+            if stale >= patience:
+                say(f"depth {level}: no improvement for {patience} depths; stopping")
+                break
     return SearchResult(best, trace, X, y, scale, score, options, time.perf_counter() - start)
+
+
+@contextlib.contextmanager
+def _executor(workers: int, scheduler: str | None):
+    """``fit_all(jobs) -> iterator of (index, Fitted)``, each job the arguments of ``_evaluate``: in this process
+    in order, or as Dask tasks in the order they finish (``inference.cluster``)."""
+    if workers == 1 and scheduler is None:
+        yield lambda jobs: ((i, _evaluate(*job)) for i, job in enumerate(jobs))
+        return
+    with dask_client(scheduler, workers) as client:
+        from dask.distributed import as_completed  # importable: dask_client found Dask
+
+        def fit_all(jobs):
+            futures = {client.submit(_evaluate, *job, pure=False): i for i, job in enumerate(jobs)}
+            for future in as_completed(futures):
+                yield futures[future], future.result()  # _evaluate records failures; a lost worker raises
+
+        yield fit_all
 
 
 def _capacities(encodings: dict, programs: dict) -> dict:
