@@ -227,15 +227,16 @@ def policy_loss(evaluation: str, dyn, policy, u_max, cost, m0, S0, horizon, nois
 
 @partial(jax.jit, static_argnames=("evaluation", "horizon", "max_steps", "u_max"))
 def _optimise(dyn, policy, cost, m0, S0, noise, evaluation, horizon, max_steps, u_max, tol):
-    flat0, unravel = ravel_pytree(policy)
+    parameters, rebuild = policies.trainable(policy)
+    flat0, unravel = ravel_pytree(parameters)
 
     def loss(flat):
-        return policy_loss(evaluation, dyn, unravel(flat), u_max, cost, m0, S0, horizon, noise)
+        return policy_loss(evaluation, dyn, rebuild(unravel(flat)), u_max, cost, m0, S0, horizon, noise)
 
     flat, trace, steps = optimise.lbfgs(loss, flat0, max_steps, tol)
     final = loss(flat)
     ok = jnp.isfinite(final)  # a step into non-finite territory keeps the start (recorded as ok = False)
-    return unravel(jnp.where(ok, flat, flat0)), trace, steps, jnp.where(ok, final, loss(flat0)), ok
+    return rebuild(unravel(jnp.where(ok, flat, flat0))), trace, steps, jnp.where(ok, final, loss(flat0)), ok
 
 
 @dataclass(frozen=True)
@@ -265,7 +266,7 @@ def check_task(task: plant.SwingUp, policy) -> None:
             f"cost target has shape {task.cost.target.shape}; the cost's augmented state has {n_z} entries "
             f"from a {D}-dimensional state (A {task.cost.A.shape}, P {task.cost.P.shape})."
         )
-    d_in = policy.centres.shape[1] if isinstance(policy, policies.RBFPolicy) else policy.W.shape[1]
+    d_in = policies.input_dim(policy)
     if d_in != D:
         raise DataError(f"the policy takes {d_in}-dimensional states; the task's state has {D}.")
 
@@ -396,6 +397,7 @@ def control_loop(
     max_steps: int = 100,
     policy_kind: str = "rbf",
     num_basis: int = 50,
+    policy_angle_inputs: bool = False,
     dynamics_options: dict | None = None,
     on_iteration: Callable[[LoopResult], None] | None = None,
     resume: LoopResult | None = None,
@@ -403,19 +405,25 @@ def control_loop(
     """PILCO's loop (Fig 4.2): ``num_random`` random roll-outs, then ``num_iterations`` times: learn ``model`` (the
     GP-SSM warm-started from the previous iteration's fit; options ``DYNAMICS_OPTIONS``), optimise the policy from the
     previous one, roll it out once on the plant (added to the data) and ``num_tests`` times more from other start
-    states (not added). Defaults: 2 random roll-outs (lab code, M15). ``on_iteration`` is called with the result so far
-    after every iteration (to write partial results or save it); ``resume`` (such a result, with the same arguments)
-    continues it up to ``num_iterations`` in total, as a run never interrupted would have."""
+    states (not added). Defaults: 2 random roll-outs (lab code, M15). ``policy_angle_inputs``: the RBF policy sees sin
+    and cos of the pendulum angle in place of the angle (PILCO's convention; ``policies.MappedPolicy``).
+    ``on_iteration`` is called with the result so far after every iteration (to write partial results or save it);
+    ``resume`` (such a result, with the same arguments) continues it up to ``num_iterations`` in total, as a run never
+    interrupted would have."""
     options = validated_options(model, dynamics_options)
     key = jax.random.PRNGKey(seed)
     k_pol, key = jax.random.split(key)
     m0, S0 = jnp.asarray(task.m0), jnp.asarray(task.S0)
-    if policy_kind == "rbf":
+    if policy_kind == "rbf" and policy_angle_inputs:
+        policy = policies.init_mapped_rbf(k_pol, m0, S0, gp_inputs.angle_map(task.state_dim, plant.ANGLE), 1, num_basis)
+    elif policy_kind == "rbf":
         policy = policies.init_rbf(k_pol, m0, S0, 1, num_basis)
-    elif policy_kind == "linear":
+    elif policy_kind == "linear" and not policy_angle_inputs:
         policy = policies.init_linear(k_pol, task.state_dim)
     else:
-        raise OptionError(f"policy_kind {policy_kind!r} unknown; choose 'rbf' or 'linear'.")
+        raise OptionError(
+            f"policy_kind {policy_kind!r} unknown (or linear with angle inputs); choose 'rbf' or 'linear'."
+        )
     check_task(task, policy)
     if resume is None:
         out = LoopResult()

@@ -8,12 +8,18 @@ A policy maps the observed state y (D,) to U controls u = u_max * squash(z), z =
   matrix); we optimise w directly: the same function class, and no Cholesky factor in the policy, so no
   factorisation can fail at initialisation (docs/sources/mchutchon.md#pilco-policies).
 * ``LinearPolicy``: z = W y + b (Table 4.2, "linear with bias term").
+* ``MappedPolicy``: either of them seeing a = [A y; sin(P y + o)] instead of y, e.g. sin and cos of the pendulum
+  angle in place of the angle (PILCO's ``poli`` with ``gTrig``; not stated in the thesis;
+  docs/sources/mchutchon.md#pilco-policies).
 
 squash(z) = (9 sin z + sin 3z) / 8 elementwise (PILCO's ``gSin`` saturation; its range is [-1, 1]).
 
 Moments at y ~ N(m, S): the pre-squash moments are exact (RBF: the GP-mean formulas of ``zoo.moments``; linear:
 trivially); the squash's moments are exact given a Gaussian z (``zoo.pilco.trig``), which is exact for the linear
 policy and PILCO's moment-matching approximation for the RBF network. Cov[y, u] = Cov[y, z] G (Stein gain G).
+A ``MappedPolicy`` takes the exact moments of a (``zoo.pilco.inputs``), the inner policy's moments at a Gaussian a
+with those moments (PILCO's approximation), and Cov[y, z] = Cov[y, a] E[grad_a z] (PILCO's chain rule; exact for
+the linear policy).
 """
 
 from typing import Any, NamedTuple
@@ -22,6 +28,7 @@ import jax
 import jax.numpy as jnp
 
 from zoo import moments
+from zoo.pilco import inputs as policy_inputs
 from zoo.pilco.trig import sin_moments
 
 Array = Any
@@ -45,6 +52,14 @@ class LinearPolicy(NamedTuple):
     b: Array
 
 
+class MappedPolicy(NamedTuple):
+    """policy (an ``RBFPolicy`` or ``LinearPolicy`` over a) seeing a = ``inputs.apply(y)``; only ``policy`` is
+    optimised (``trainable``)."""
+
+    policy: Any
+    inputs: policy_inputs.InputMap
+
+
 class ActionMoments(NamedTuple):
     """mean (U,) = E[u], cov (U, U) = Cov[u], input_output (D, U) = Cov[y, u]."""
 
@@ -54,7 +69,23 @@ class ActionMoments(NamedTuple):
 
 
 def num_controls(policy) -> int:
+    if isinstance(policy, MappedPolicy):
+        return num_controls(policy.policy)
     return policy.weights.shape[0] if isinstance(policy, RBFPolicy) else policy.W.shape[0]
+
+
+def input_dim(policy) -> int:
+    """The dimension of the observed state y the policy takes."""
+    if isinstance(policy, MappedPolicy):
+        return policy.inputs.A.shape[1]
+    return policy.centres.shape[1] if isinstance(policy, RBFPolicy) else policy.W.shape[1]
+
+
+def trainable(policy) -> tuple[Any, Any]:
+    """(the parameters an optimiser moves, ``rebuild(parameters) -> policy``): a mapped policy's input map stays."""
+    if isinstance(policy, MappedPolicy):
+        return policy.policy, lambda inner: MappedPolicy(inner, policy.inputs)
+    return policy, lambda same: same
 
 
 def squash(z: Array, u_max: float) -> Array:
@@ -64,6 +95,8 @@ def squash(z: Array, u_max: float) -> Array:
 
 def pre_squash(policy, y: Array) -> Array:
     """z = pi~(y) at a point y (D,) -> (U,)."""
+    if isinstance(policy, MappedPolicy):
+        return pre_squash(policy.policy, policy_inputs.apply(policy.inputs, y))
     if isinstance(policy, LinearPolicy):
         return policy.W @ y + policy.b
     ell = jnp.exp(policy.log_lengthscale)  # (U, D)
@@ -76,26 +109,40 @@ def action(policy, y: Array, u_max: float) -> Array:
     return squash(pre_squash(policy, y), u_max)
 
 
-def _rbf_moments(policy: RBFPolicy, m: Array, S: Array) -> moments.GaussianInputMoments:
-    """Exact moments of the RBF network at y ~ N(m, S). The network is a GP mean with unit signal variance; with
-    the factor pair chol = post_sqrt = I the predictor's W = K^{-1} - B B^T vanishes, so ``predict_moments`` adds
-    exactly sf2 = 1 as the 'expected variance', which is removed here (the network has no posterior variance)."""
+def _rbf_predictor(policy: RBFPolicy) -> moments.SEPredictor:
+    """The network as the mean of U SE-GPs with unit signal variance, the factor pair chol = post_sqrt = I (so the
+    predictor's W = K^{-1} - B B^T vanishes)."""
     U, M = policy.weights.shape
     eye = jnp.broadcast_to(jnp.eye(M), (U, M, M))
-    predictor = moments.SEPredictor(
-        jnp.broadcast_to(policy.centres, (U, *policy.centres.shape)),
-        policy.weights,
-        eye,
-        eye,
-        jnp.ones(U),
-        jnp.exp(policy.log_lengthscale),
-    )
-    mm = moments.predict_moments(predictor, m, S)
+    centres = jnp.broadcast_to(policy.centres, (U, *policy.centres.shape))
+    return moments.SEPredictor(centres, policy.weights, eye, eye, jnp.ones(U), jnp.exp(policy.log_lengthscale))
+
+
+def _rbf_moments(policy: RBFPolicy, m: Array, S: Array) -> moments.GaussianInputMoments:
+    """Exact moments of the RBF network at y ~ N(m, S). ``predict_moments`` adds exactly sf2 = 1 as the 'expected
+    variance' (``_rbf_predictor``), which is removed here: the network has no posterior variance."""
+    mm = moments.predict_moments(_rbf_predictor(policy), m, S)
+    U = policy.weights.shape[0]
     return moments.GaussianInputMoments(mm.mean, mm.cov - jnp.eye(U), mm.input_output)
 
 
+def _mapped_moments(policy: MappedPolicy, m: Array, S: Array) -> moments.GaussianInputMoments:
+    """z = pi~(a), a = [A y; sin(P y + o)], y ~ N(m, S) (module docstring)."""
+    ma, Sa, cross = policy_inputs.input_moments(policy.inputs, m, S)
+    inner = policy.policy
+    z = pre_squash_moments(inner, ma, Sa)
+    if isinstance(inner, LinearPolicy):
+        gradient = inner.W.T
+    else:
+        gradient = policy_inputs.expected_gradient(_rbf_predictor(inner), ma, Sa)
+    return moments.GaussianInputMoments(z.mean, z.cov, cross @ gradient)
+
+
 def pre_squash_moments(policy, m: Array, S: Array) -> moments.GaussianInputMoments:
-    """Exact mean (U,), covariance (U, U) and Cov[y, z] (D, U) of z = pi~(y), y ~ N(m, S)."""
+    """Exact mean (U,), covariance (U, U) and Cov[y, z] (D, U) of z = pi~(y), y ~ N(m, S) (a mapped policy's:
+    PILCO's approximation, module docstring)."""
+    if isinstance(policy, MappedPolicy):
+        return _mapped_moments(policy, m, S)
     if isinstance(policy, LinearPolicy):
         return moments.GaussianInputMoments(policy.W @ m + policy.b, policy.W @ S @ policy.W.T, S @ policy.W.T)
     return _rbf_moments(policy, m, S)
@@ -129,3 +176,16 @@ def init_rbf(key, m0: Array, S0: Array, num_controls: int = 1, num_basis: int = 
 def init_linear(key, state_dim: int, num_controls: int = 1) -> LinearPolicy:
     """Small random weights N(0, 0.1^2) and zero bias."""
     return LinearPolicy(0.1 * jax.random.normal(key, (num_controls, state_dim)), jnp.zeros(num_controls))
+
+
+def init_mapped_rbf(
+    key, m0: Array, S0: Array, inputs: policy_inputs.InputMap, num_controls: int = 1, num_basis: int = 50
+) -> MappedPolicy:
+    """``init_rbf`` over a = inputs.apply(y): centres the images of draws y ~ N(m0, S0) (PILCO draws them from the
+    Gaussian with a's moments; the images have exactly a's distribution and need no factor of its near-singular
+    covariance), weights ~ N(0, 0.1^2), unit lengthscales."""
+    k_c, k_w = jax.random.split(key)
+    draws = m0 + jax.random.normal(k_c, (num_basis, m0.shape[0])) @ jnp.linalg.cholesky(S0).T
+    centres = jax.vmap(policy_inputs.apply, in_axes=(None, 0))(inputs, draws)
+    weights = 0.1 * jax.random.normal(k_w, (num_controls, num_basis))
+    return MappedPolicy(RBFPolicy(centres, weights, jnp.zeros((num_controls, centres.shape[1]))), inputs)
