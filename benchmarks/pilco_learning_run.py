@@ -2,15 +2,16 @@
 resumable in chunks.
 
 Usage: ``python -m benchmarks.pilco_learning_run MODEL SEED OUT.jsonl [--iterations 10] [--tests 10] [--max-steps
-100] [--noise-factor 1] [--warm-steps 50] [--cold] [--bucket 100] [--raw-angle] [--budget 1140] [--resume]``; pin it
-(``/tmp/oncore``). MODEL is ``ar-gp`` or ``gp-ssm``; the AR-GP sees sin and cos of the angle unless ``--raw-angle``,
-and pads its data to a multiple of ``--bucket`` rows. ``inference.pilco.control_loop`` with 2 random roll-outs; the
-GP-SSM's dynamics fit is warm-started from the previous iteration's (``--warm-steps`` L-BFGS steps; ``--cold``
-retrains from Algorithm 1's initialisation every time). After every iteration OUT holds one JSON line per iteration
-so far: wall seconds of the dynamics training, of the policy optimisation (compilation included, so the first
-iteration of each compiled shape pays it) and of the whole iteration, L-BFGS iterations, the jitter each dynamics GP
-needed, the predicted and true total costs, and the fraction of ``--tests`` test trials from fresh start states that
-swing up (docs/sources/mchutchon.md#pilco-success).
+100] [--noise-factor 1] [--warm-steps 50] [--cold] [--bucket 100] [--raw-angle] [--policy-angle] [--budget 1140]
+[--resume]``; pin it (``taskset -c 1``). MODEL is ``ar-gp`` or ``gp-ssm``; the AR-GP sees sin and cos of the angle
+unless ``--raw-angle``, and pads its data to a multiple of ``--bucket`` rows; ``--policy-angle``: so does the RBF
+policy (PILCO's convention, ``zoo.pilco.policies.MappedPolicy``). ``inference.pilco.control_loop`` with 2 random
+roll-outs; the GP-SSM's dynamics fit is warm-started from the previous iteration's (``--warm-steps`` L-BFGS steps;
+``--cold`` retrains from Algorithm 1's initialisation every time). After every iteration OUT holds one JSON line per
+iteration so far: wall seconds of the dynamics training, of the policy optimisation (compilation included, so the
+first iteration of each compiled shape pays it) and of the whole iteration, L-BFGS iterations, the jitter each
+dynamics GP needed, the predicted and true total costs, and the fraction of ``--tests`` test trials from fresh start
+states that swing up (docs/sources/mchutchon.md#pilco-success).
 
 Chunks: the loop's whole state (trials, policies, PRNG key, every dynamics fit) is saved to OUT.pkl after every
 iteration, written atomically with OUT (``inference.files.atomic``), so a run killed at any point loses at most the
@@ -35,7 +36,7 @@ from zoo.errors import OptionError
 from zoo.pilco import plant
 
 # the arguments a resumed run must share with the run it continues (the rest may change between chunks)
-SAME_RUN = ("model", "seed", "tests", "max_steps", "noise_factor", "warm_steps", "cold", "raw_angle")
+SAME_RUN = ("model", "seed", "tests", "max_steps", "noise_factor", "warm_steps", "cold", "raw_angle", "policy_angle")
 
 
 class BudgetSpent(Exception):
@@ -54,6 +55,7 @@ def iteration_line(args: argparse.Namespace, result: pilco.LoopResult, i: int, c
         "noise_factor": args.noise_factor,
         "warm_start": not args.cold and i > 0 and args.model == "gp-ssm",
         "angle_inputs": args.model == "ar-gp" and not args.raw_angle,
+        "policy_angle_inputs": args.policy_angle,
         "iteration": i + 1,
         "chunk": chunk,
         "data_points": 50 * (len(result.trials) - len(result.predicted) + i),
@@ -102,6 +104,7 @@ def main() -> None:
     parser.add_argument("--cold", action="store_true", help="retrain the GP-SSM from cold every iteration")
     parser.add_argument("--bucket", type=int, default=pilco.AR_GP_OPTIONS["bucket"].default, help="AR-GP padding")
     parser.add_argument("--raw-angle", action="store_true", help="the AR-GP sees the angle, not its sin and cos")
+    parser.add_argument("--policy-angle", action="store_true", help="the policy sees sin and cos of the angle")
     parser.add_argument("--budget", type=float, default=1140.0)
     parser.add_argument("--resume", action="store_true")
     args = parser.parse_args()
@@ -133,6 +136,7 @@ def main() -> None:
             num_iterations=args.iterations,
             num_tests=args.tests,
             max_steps=args.max_steps,
+            policy_angle_inputs=args.policy_angle,
             dynamics_options=options,
             on_iteration=record,
             resume=resume,
