@@ -171,6 +171,7 @@ def test_structure_posterior():
         ([0, 1, 2, 3, 4, 5], [0, 1, 2, 3, 4, 5], {"depth": 0}, OptionError, "depth"),
         ([0, 1, 2, 3, 4, 5], [0, 1, 2, 3, 4, 5], {"score": "aic"}, OptionError, "score"),
         ([0, 1, 2, 3, 4, 5], [0, 1, 2, 3, 4, 5], {"optimizer": "bfgs"}, OptionError, "optimizer"),
+        ([0, 1, 2, 3, 4, 5], [0, 1, 2, 3, 4, 5], {"workers": 0}, OptionError, "workers"),
         ([0, 1, 2, 3, 4, 5], [1, 1, 1, 1, 1, 1], {}, DataError, "constant"),
     ],
 )
