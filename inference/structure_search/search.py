@@ -192,16 +192,18 @@ def search(
                 for cand, parent in todo
             ]
             this_level: list[Fitted | None] = [None] * len(jobs)
+            leader = best  # as the fits arrive (any order); ``best`` itself is then taken in the candidates' order
             for done, (i, entry) in enumerate(fit_all(jobs), start=1):
                 this_level[i] = entry
-                if entry.ok and (best is None or entry.score > best.score):
-                    best = entry
+                leader = _better(leader, entry)
                 status = f"{entry.score:.2f}" if entry.ok else f"failed ({entry.error})"
-                leader = f"{best.expression} ({best.score:.2f})" if best else "-"
+                shown = f"{leader.expression} ({leader.score:.2f})" if leader else "-"
                 say(
                     f"depth {level} [{done}/{len(todo)}] {entry.expression}: {score} {status}, "
-                    f"{entry.wall_s:.1f} s (compile {entry.compile_s:.1f} s); best {leader}"
+                    f"{entry.wall_s:.1f} s (compile {entry.compile_s:.1f} s); best {shown}"
                 )
+            for entry in this_level:  # ties go to the earlier candidate, as in a serial search
+                best = _better(best, entry)
             trace.extend(this_level)
             ok = sorted((e for e in this_level if e.ok), key=lambda e: e.score, reverse=True)
             if not ok:
@@ -216,6 +218,10 @@ def search(
                 say(f"depth {level}: no improvement for {patience} depths; stopping")
                 break
     return SearchResult(best, trace, X, y, scale, score, options, time.perf_counter() - start)
+
+
+def _better(best: Fitted | None, entry: Fitted) -> Fitted | None:
+    return entry if entry.ok and (best is None or entry.score > best.score) else best
 
 
 @contextlib.contextmanager
