@@ -184,8 +184,6 @@ def init_mapped_rbf(
     """``init_rbf`` over a = inputs.apply(y): centres the images of draws y ~ N(m0, S0) (PILCO draws them from the
     Gaussian with a's moments; the images have exactly a's distribution and need no factor of its near-singular
     covariance), weights ~ N(0, 0.1^2), unit lengthscales."""
-    k_c, k_w = jax.random.split(key)
-    draws = m0 + jax.random.normal(k_c, (num_basis, m0.shape[0])) @ jnp.linalg.cholesky(S0).T
-    centres = jax.vmap(policy_inputs.apply, in_axes=(None, 0))(inputs, draws)
-    weights = 0.1 * jax.random.normal(k_w, (num_controls, num_basis))
-    return MappedPolicy(RBFPolicy(centres, weights, jnp.zeros((num_controls, centres.shape[1]))), inputs)
+    raw = init_rbf(key, m0, S0, num_controls, num_basis)
+    centres = jax.vmap(policy_inputs.apply, in_axes=(None, 0))(inputs, raw.centres)
+    return MappedPolicy(RBFPolicy(centres, raw.weights, jnp.zeros((num_controls, centres.shape[1]))), inputs)
