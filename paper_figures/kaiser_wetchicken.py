@@ -61,7 +61,7 @@ def settings(quick: bool) -> dict:
     # Published: N in {100, ..., 5000}, 10 runs, K = 1..5 (Table 5.3). kaiser_wetchicken_full_runs.md says which
     # part of this grid the full run finished (every finished unit is cached and reused); sizes in the order worked.
     return {"sizes": (250, 1000, 100, 500, 2500, 5000), "runs": 10, "modes": (2, 1, 3, 4, 5), "m": 50,
-            "fit_steps": 1000, "policy_steps": 1000, "nfq_fit_steps": 300, "figure_n": 250}  # fmt: skip
+            "fit_steps": 3000, "policy_steps": 1000, "nfq_fit_steps": 300, "figure_n": 250}  # fmt: skip
 
 
 def dynamics_spec(num_modes: int, n: int):
@@ -268,10 +268,13 @@ def main(quick: bool, out: Path, sizes: tuple[int, ...] | None = None, aggregate
     anchor = random_policy_return()
     write_csv(out / "numbers.csv", rows)
     table = comparison(rows)
+    checks = [drop_mode_check(result, n, seed, s) for (n, seed, unit), result in results.items() if unit == 2]
+    write_csv(out / "drop_mode.csv", checks)
     preamble = (
         __doc__ + f"\nThis run: N in {s['sizes']}, {s['runs']} run(s), K in {s['modes']}, M = {s['m']},"
         f" {s['fit_steps']} model steps, {s['policy_steps']} policy steps; summed wall time {wall:.0f} s."
         f" Random policy: return {anchor['return']:.3f}, long-run return {anchor['return_long']:.3f}."
+        + ("\n\nDid each K = 2 fit find the drop mode (drop_mode.csv)?\n\n" + markdown_table(checks) if checks else "")
     )
     print(write_comparison(out, table, preamble))
     figure_runs = [key for key in results if key[0] == s["figure_n"] and key[2] == 2]
@@ -308,6 +311,28 @@ def comparison(rows: list[dict]) -> list[dict]:
 def drop_mode(c: transition.Components) -> int:
     """The mode whose flow is nearest the constant (0, 0) (the reset state) over the plotted states."""
     return int(jnp.argmin(jnp.abs(c.f_mean).mean((0, 2))))
+
+
+def drop_mode_check(result: dict, n: int, seed: int, s: dict) -> dict:
+    """Did a K = 2 fit find the drop mode (Fig 5.4: the constant zero function that takes the falls)? On its own
+    training transitions: the falls' share (targets exactly the reset state (0, 0)); for the mode nearest (0, 0) at
+    the falls, the mean per-point belief q(a_n) (the fitted assignment logits) and the assignment GP's predictive
+    probability (eq. 3.8) over the falls and over the rest, and its mean flow at the falls (0 if found)."""
+    observed = training_data(n, seed, s["m"])
+    X, y = jnp.asarray(observed["X"]), np.asarray(observed["y"])
+    fell = (y[:, 0] == 0) & (y[:, 1] == 0)
+    fit = dagp.DagpFit(result["fit"], dagp.config_of(dynamics_spec(2, n)))
+    c = transition.components(fit, X)
+    f_mean = np.asarray(c.f_mean)
+    drop = int(np.argmin(np.abs(f_mean[fell]).mean((0, 2))))
+    belief = np.asarray(jax.nn.softmax(result["fit"]["assignment_logits"], -1))[:, drop]
+    predictive = np.asarray(transition.assignment_probabilities(c, jax.random.PRNGKey(0)))[:, drop]
+    return {"N": n, "run": seed, "falls in data": round(float(fell.mean()), 3),
+            "q(drop) at falls": round(float(belief[fell].mean()), 3),
+            "q(drop) elsewhere": round(float(belief[~fell].mean()), 3),
+            "p(drop) at falls": round(float(predictive[fell].mean()), 3),
+            "p(drop) elsewhere": round(float(predictive[~fell].mean()), 3),
+            "drop mode's mean |f| at falls": round(float(np.abs(f_mean[fell, drop]).mean()), 3)}  # fmt: skip
 
 
 def plot_model(out: Path, fit: dagp.DagpFit) -> None:
