@@ -3,7 +3,9 @@ warp's hyperparameters (Duvenaud 2014, sec. 7.3 and App. E), for a model with th
 
 One iteration: (1) a systematic-scan collapsed Gibbs sweep over the labels given X (E.9-E.10): point n leaves its
 cluster and joins an occupied slot c with weight N_c p(x_n | X_c) or a new cluster (the first empty slot) with weight
-eta p(x_n | prior), the predictives being the NIW Student-t; this step does not see Y. (2) when the model warps, one
+eta p(x_n | prior), the predictives being the NIW Student-t; this step does not see Y. With ``num_split_merge`` > 0,
+that many split-merge proposals on the labels follow (``split_merge``; ours, docs/sources/duvenaud.md#iwmm-split-merge;
+0 is the thesis's sampler). (2) when the model warps, one
 BlackJAX HMC trajectory on (X, log theta) given the labels, targeting log p(Y | X, theta) + log p(X | Z) +
 log p(log theta) (E.11-E.14, gradients by autodiff). The labels are a fixed-size integer array over ``max_clusters``
 slots, so a whole chain is one ``lax.scan``. The step size adapts by dual averaging during warm-up, then freezes
@@ -18,7 +20,7 @@ Output: posterior ``labels`` (N,), ``num_clusters``, ``log_latent_density`` (log
 invariant summary for R-hat, docs/sources/duvenaud.md#iwmm-defaults), and when warped ``X`` (N, Q), ``lengthscale``
 (Q,), ``variance``, ``noise``, ``log_joint``; with test data (``dataset.test["Y"]``) ``test_log_density`` (M,) per
 draw (E.15, the model's estimator); sample_stats ``acceptance_rate``, ``diverging``, ``step_size``,
-``symmetry_acceptance`` (step 3, when used), ``full_slots`` (every slot occupied at some point of the sweep: the
+``symmetry_acceptance`` (step 3, when used), ``split_merge_acceptance`` (when used), ``full_slots`` (every slot occupied at some point of the sweep: the
 truncation bit, so it is recorded, never silent).
 """
 
@@ -28,6 +30,7 @@ import blackjax
 import jax
 import jax.numpy as jnp
 from blackjax.adaptation.step_size import dual_averaging_adaptation
+from jax.scipy.special import gammaln
 
 from inference import options as opt
 from inference.api import EngineOutput, register_engine
@@ -63,6 +66,69 @@ def gibbs_sweep(key, labels, X, view):
 
     labels, _, full = jax.lax.fori_loop(0, X.shape[0], visit, (labels, stats, jnp.array(False)))
     return labels, full
+
+
+def split_merge(key, labels, X, view):
+    """One sequentially allocated split-merge proposal (SAMS, Dahl 2003), a Metropolis-Hastings move on the
+    partition that changes many labels at once where the one-point Gibbs sweep needs a long walk through unlikely
+    partitions (docs/sources/duvenaud.md#iwmm-split-merge). labels (N,) int32 in [0, K); X (N, Q); N >= 2.
+
+    Two distinct points i, j are drawn. If they share a cluster, split it: i stays, j opens the first empty slot, and
+    the cluster's other points, in a random order, join i's or j's part with probability proportional to the part's
+    size times the point's predictive given the part so far (E.10). Otherwise merge their clusters, and the same
+    allocation, run on the current parts, gives the probability of the reverse split. Accepted with
+    p(Z', X) q(Z | Z') / (p(Z, X) q(Z' | Z)) under the CRP and the collapsed NIW marginals (E.4, E.7); a split with no
+    empty slot is rejected (the truncation). Returns (labels, accepted)."""
+    N = X.shape[0]
+    k_i, k_j, k_order, k_alloc, k_accept = jax.random.split(key, 5)
+    i = jax.random.randint(k_i, (), 0, N)
+    j = jax.random.randint(k_j, (), 0, N - 1)
+    j = j + (j >= i)
+    c_i, c_j = labels[i], labels[j]
+    split = c_i == c_j
+    in_union = (labels == c_i) | (labels == c_j)
+    part_of = jnp.zeros(N, jnp.int32).at[j].set(1)  # 0: i's part, 1: j's part
+    parts = view.cluster_stats(X[jnp.stack([i, j])], jnp.array([0, 1]), num_slots=2)
+    order = jax.random.permutation(k_order, N)
+
+    def allocate(t, carry):
+        part_of, parts, log_q = carry
+        n = order[t]
+        moves = in_union[n] & (n != i) & (n != j)
+        log_w = jnp.log(jnp.maximum(parts.count, 1.0)) + view.slot_log_predictives(parts, X[n])
+        log_p = log_w - jax.nn.logsumexp(log_w)
+        drawn = jax.random.categorical(jax.random.fold_in(k_alloc, t), log_w)
+        side = jnp.where(split, drawn, labels[n] != c_i).astype(part_of.dtype)
+        parts = view.with_point(parts, side, X[n], jnp.where(moves, 1.0, 0.0))
+        return part_of.at[n].set(jnp.where(moves, side, part_of[n])), parts, log_q + jnp.where(moves, log_p[side], 0.0)
+
+    part_of, parts, log_q = jax.lax.fori_loop(0, N, allocate, (part_of, parts, jnp.zeros(())))
+    merged = jax.tree.map(lambda a: a.sum(0, keepdims=True), parts)
+    count_a, count_b = parts.count
+    log_split_over_merged = (
+        jnp.log(view.concentration)
+        + gammaln(count_a)
+        + gammaln(count_b)
+        - gammaln(count_a + count_b)
+        + jnp.sum(view.slot_log_marginals(parts))
+        - view.slot_log_marginals(merged)[0]
+    )
+    log_ratio = jnp.where(split, log_split_over_merged - log_q, log_q - log_split_over_merged)
+    empty = jnp.bincount(labels, length=view.max_clusters) == 0
+    split_labels = jnp.where(in_union & (part_of == 1), jnp.argmax(empty), labels)  # j's part to the first empty slot
+    proposed = jnp.where(split, split_labels, jnp.where(in_union, c_i, labels))
+    accepted = (jnp.log(jax.random.uniform(k_accept)) < log_ratio) & (~split | jnp.any(empty))
+    return jnp.where(accepted, proposed, labels).astype(labels.dtype), accepted
+
+
+def split_merge_moves(key, labels, X, view, num_moves: int):
+    """``num_moves`` split-merge proposals in a row; returns (labels, the fraction accepted)."""
+
+    def one(labels, key):
+        return split_merge(key, labels, X, view)
+
+    labels, accepted = jax.lax.scan(one, labels, jax.random.split(key, num_moves))
+    return labels, jnp.mean(accepted.astype(X.dtype))
 
 
 SCALE_STEP = 0.3  # sd of the log scale factor s of a rescaling proposal
@@ -107,6 +173,7 @@ def iwmm_runner(
     target: float,
     num_predictive: int,
     num_symmetry_moves: int = 0,
+    num_split_merge: int = 0,
 ):
     """One chain ``(key, Y, Y_test) -> (draws, stats)`` for a view and static options, as a vmapped program."""
     total = num_warmup + num_samples
@@ -125,8 +192,12 @@ def iwmm_runner(
         def iteration(carry, inputs):
             position, labels, da = carry
             key, i = inputs
-            k_gibbs, k_hmc, k_sym = jax.random.split(key, 3)
+            k_gibbs, k_hmc, k_sym, k_split = jax.random.split(key, 4)
             labels, full = gibbs_sweep(k_gibbs, labels, view.latent(position, Y), view)
+            if num_split_merge:
+                labels, split_merge_accepted = split_merge_moves(
+                    k_split, labels, view.latent(position, Y), view, num_split_merge
+                )
             acceptance, diverging, step_size = jnp.ones(()), jnp.array(False), jnp.zeros(())
             if view.warped:
 
@@ -147,6 +218,8 @@ def iwmm_runner(
             stats = {"acceptance_rate": acceptance, "diverging": diverging, "step_size": step_size, "full_slots": full}
             if view.warped and num_symmetry_moves:
                 stats["symmetry_acceptance"] = symmetry_acceptance
+            if num_split_merge:
+                stats["split_merge_acceptance"] = split_merge_accepted
             return (position, labels, da), ((position, labels), stats)
 
         keys = jax.random.split(k_loop, total)
@@ -201,6 +274,13 @@ def summaries(view, position, labels, Y):
             "sampler; docs/sources/duvenaud.md#iwmm-mixing)",
             minimum=0,
         ),
+        "num_split_merge": Option(
+            "int",
+            0,
+            "split-merge proposals on the labels per iteration, after the Gibbs sweep (0: the thesis's sampler; "
+            "docs/sources/duvenaud.md#iwmm-split-merge)",
+            minimum=0,
+        ),
     },
     summary="iWMM: collapsed Gibbs on CRP labels (NIW Student-t predictive) alternating with BlackJAX HMC on X, theta",
 )
@@ -221,6 +301,7 @@ def iwmm(spec, dataset, key, timer, **options) -> EngineOutput:
         float(options["target_accept"]),
         options["num_predictive"],
         options["num_symmetry_moves"],
+        options["num_split_merge"],
     )
     keys = jax.random.split(key, options["num_chains"])
     draws, stats = runner.run(timer, keys, Y, Y_test, sequential=True)

@@ -13,7 +13,7 @@ from scipy.spatial.distance import cdist
 
 import inference  # noqa: F401
 import zoo  # noqa: F401  (float64 before jax)
-from inference.iwmm import gibbs_sweep
+from inference.iwmm import gibbs_sweep, split_merge_moves
 from zoo.errors import DataError, OptionError
 from zoo.iwmm import data, gplvm, metrics, niw
 
@@ -103,6 +103,26 @@ def test_gibbs_sweep_leaves_the_exact_partition_posterior_invariant():
     threshold = stats.chi2.ppf(1 - 1e-4, len(parts) - 1)
     assert np.sum((counts - M * post) ** 2 / (M * post)) < threshold
     # Power: the same counts against the posterior under another concentration (eta = 3) are rejected.
+    other = zoo.get("iwmm", warping="identity", max_clusters=5, concentration=3.0).views["iwmm"]
+    _, wrong = _exact_partition_posterior(other, X5)
+    assert np.sum((counts - M * wrong) ** 2 / (M * wrong)) > threshold
+
+
+def test_split_merge_moves_alone_reach_the_exact_partition_posterior_from_one_cluster():
+    """All M chains start in the one-cluster partition, far from the posterior, and only split-merge moves act: after
+    enough moves the partitions must follow the exact posterior (invariance and the moves' reach together)."""
+    view = zoo.get("iwmm", warping="identity", max_clusters=5).views["iwmm"]
+    parts, post = _exact_partition_posterior(view, X5)
+    M, moves = 10_000, 40
+    keys = jax.random.split(jax.random.key(5), M)
+    start = jnp.zeros(len(X5), jnp.int32)
+    X = jnp.asarray(X5)
+    after, accepted = jax.jit(jax.vmap(lambda k: split_merge_moves(k, start, X, view, moves)))(keys)
+    assert 0.05 < float(accepted.mean()) < 0.95  # the moves do move, and not blindly
+    index = {p: i for i, p in enumerate(parts)}
+    counts = np.bincount([index[_canonical(z)] for z in np.asarray(after)], minlength=len(parts))
+    threshold = stats.chi2.ppf(1 - 1e-4, len(parts) - 1)
+    assert np.sum((counts - M * post) ** 2 / (M * post)) < threshold
     other = zoo.get("iwmm", warping="identity", max_clusters=5, concentration=3.0).views["iwmm"]
     _, wrong = _exact_partition_posterior(other, X5)
     assert np.sum((counts - M * wrong) ** 2 / (M * wrong)) > threshold

@@ -79,9 +79,9 @@ class IwmmView:
         }
         return position, labels
 
-    def cluster_stats(self, X: Array, labels: Array) -> niw.ClusterStats:
-        """NIW sufficient statistics of the K slots: count (K,), total (K, Q), scatter (K, Q, Q)."""
-        return niw.stats_of(X, labels, self.max_clusters)
+    def cluster_stats(self, X: Array, labels: Array, num_slots: int | None = None) -> niw.ClusterStats:
+        """NIW sufficient statistics of the K slots (or ``num_slots``): count (K,), total (K, Q), scatter (K, Q, Q)."""
+        return niw.stats_of(X, labels, self.max_clusters if num_slots is None else num_slots)
 
     @staticmethod
     def with_point(stats: niw.ClusterStats, k: Array, x: Array, sign: float) -> niw.ClusterStats:
@@ -90,6 +90,10 @@ class IwmmView:
     def slot_log_predictives(self, stats: niw.ClusterStats, x: Array) -> Array:
         """log p(x | X_k) (K,) for every slot (E.10); the prior predictive for an empty one."""
         return niw.slot_log_predictives(self.prior(x.shape[0]), stats, x)
+
+    def slot_log_marginals(self, stats: niw.ClusterStats) -> Array:
+        """log p(X_k) (K,) of every slot's points, cluster parameters integrated out (E.4); 0 for an empty slot."""
+        return jax.vmap(lambda s: niw.log_marginal(self.prior(s.total.shape[0]), s))(stats)
 
     def log_crp(self, labels: Array) -> Array:
         return niw.log_crp(labels, self.concentration, self.max_clusters)
