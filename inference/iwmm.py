@@ -20,8 +20,8 @@ Output: posterior ``labels`` (N,), ``num_clusters``, ``log_latent_density`` (log
 invariant summary for R-hat, docs/sources/duvenaud.md#iwmm-defaults), and when warped ``X`` (N, Q), ``lengthscale``
 (Q,), ``variance``, ``noise``, ``log_joint``; with test data (``dataset.test["Y"]``) ``test_log_density`` (M,) per
 draw (E.15, the model's estimator); sample_stats ``acceptance_rate``, ``diverging``, ``step_size``,
-``symmetry_acceptance`` (step 3, when used), ``split_merge_acceptance`` (when used), ``full_slots`` (every slot occupied at some point of the sweep: the
-truncation bit, so it is recorded, never silent).
+``symmetry_acceptance`` (step 3, when used), ``split_merge_acceptance`` (when used), ``full_slots`` (every slot
+occupied at some point of the sweep: the truncation bit, so it is recorded, never silent).
 """
 
 from functools import cache
