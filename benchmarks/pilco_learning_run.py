@@ -2,10 +2,11 @@
 resumable in chunks.
 
 Usage: ``python -m benchmarks.pilco_learning_run MODEL SEED OUT.jsonl [--iterations 10] [--tests 10] [--max-steps
-100] [--noise-factor 1] [--warm-steps 50] [--cold] [--bucket 100] [--raw-angle] [--policy-angle] [--budget 1140]
-[--resume]``; pin it (``taskset -c 1``). MODEL is ``ar-gp`` or ``gp-ssm``; the AR-GP sees sin and cos of the angle
-unless ``--raw-angle``, and pads its data to a multiple of ``--bucket`` rows; ``--policy-angle``: so does the RBF
-policy (PILCO's convention, ``zoo.pilco.policies.MappedPolicy``). ``inference.pilco.control_loop`` with 2 random
+100] [--noise-factor 1] [--warm-steps 50] [--cold] [--bucket 100] [--raw-angle] [--policy-angle] [--pseudo-targets]
+[--budget 1140] [--resume]``; pin it (``taskset -c 1``). MODEL is ``ar-gp`` or ``gp-ssm``; the AR-GP sees sin and cos
+of the angle unless ``--raw-angle``, and pads its data to a multiple of ``--bucket`` rows; ``--policy-angle``: so does
+the RBF policy (PILCO's convention, ``zoo.pilco.policies.MappedPolicy``); ``--pseudo-targets``: the RBF policy is
+parameterised by PILCO's pseudo-targets (``zoo.pilco.policies.PseudoTargetRBF``). ``inference.pilco.control_loop`` with 2 random
 roll-outs; the GP-SSM's dynamics fit is warm-started from the previous iteration's (``--warm-steps`` L-BFGS steps;
 ``--cold`` retrains from Algorithm 1's initialisation every time). After every iteration OUT holds one JSON line per
 iteration so far: wall seconds of the dynamics training, of the policy optimisation (compilation included, so the
@@ -36,7 +37,18 @@ from zoo.errors import OptionError
 from zoo.pilco import plant
 
 # the arguments a resumed run must share with the run it continues (the rest may change between chunks)
-SAME_RUN = ("model", "seed", "tests", "max_steps", "noise_factor", "warm_steps", "cold", "raw_angle", "policy_angle")
+SAME_RUN = (
+    "model",
+    "seed",
+    "tests",
+    "max_steps",
+    "noise_factor",
+    "warm_steps",
+    "cold",
+    "raw_angle",
+    "policy_angle",
+    "pseudo_targets",
+)
 
 
 class BudgetSpent(Exception):
@@ -56,6 +68,7 @@ def iteration_line(args: argparse.Namespace, result: pilco.LoopResult, i: int, c
         "warm_start": not args.cold and i > 0 and args.model == "gp-ssm",
         "angle_inputs": args.model == "ar-gp" and not args.raw_angle,
         "policy_angle_inputs": args.policy_angle,
+        "policy_pseudo_targets": args.pseudo_targets,
         "iteration": i + 1,
         "chunk": chunk,
         "data_points": 50 * (len(result.trials) - len(result.predicted) + i),
@@ -105,6 +118,9 @@ def main() -> None:
     parser.add_argument("--bucket", type=int, default=pilco.AR_GP_OPTIONS["bucket"].default, help="AR-GP padding")
     parser.add_argument("--raw-angle", action="store_true", help="the AR-GP sees the angle, not its sin and cos")
     parser.add_argument("--policy-angle", action="store_true", help="the policy sees sin and cos of the angle")
+    parser.add_argument(
+        "--pseudo-targets", action="store_true", help="the RBF policy parameterised by PILCO's pseudo-targets"
+    )
     parser.add_argument("--budget", type=float, default=1140.0)
     parser.add_argument("--resume", action="store_true")
     args = parser.parse_args()
@@ -137,6 +153,7 @@ def main() -> None:
             num_tests=args.tests,
             max_steps=args.max_steps,
             policy_angle_inputs=args.policy_angle,
+            policy_kind="rbf-targets" if args.pseudo_targets else "rbf",
             dynamics_options=options,
             on_iteration=record,
             resume=resume,

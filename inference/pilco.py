@@ -414,15 +414,20 @@ def control_loop(
     key = jax.random.PRNGKey(seed)
     k_pol, key = jax.random.split(key)
     m0, S0 = jnp.asarray(task.m0), jnp.asarray(task.S0)
-    if policy_kind == "rbf" and policy_angle_inputs:
-        policy = policies.init_mapped_rbf(k_pol, m0, S0, gp_inputs.angle_map(task.state_dim, plant.ANGLE), 1, num_basis)
+    targets = policy_kind == "rbf-targets"
+    if policy_kind in ("rbf", "rbf-targets") and policy_angle_inputs:
+        angle_map = gp_inputs.angle_map(task.state_dim, plant.ANGLE)
+        policy = policies.init_mapped_rbf(k_pol, m0, S0, angle_map, 1, num_basis, pseudo_targets=targets)
     elif policy_kind == "rbf":
         policy = policies.init_rbf(k_pol, m0, S0, 1, num_basis)
+    elif policy_kind == "rbf-targets":
+        policy = policies.init_pseudo_target_rbf(k_pol, m0, S0, 1, num_basis)
     elif policy_kind == "linear" and not policy_angle_inputs:
         policy = policies.init_linear(k_pol, task.state_dim)
     else:
         raise OptionError(
-            f"policy_kind {policy_kind!r} unknown (or linear with angle inputs); choose 'rbf' or 'linear'."
+            f"policy_kind {policy_kind!r} unknown (or linear with angle inputs); choose 'rbf', 'rbf-targets' "
+            "(PILCO's pseudo-target parameterisation) or 'linear'."
         )
     check_task(task, policy)
     if resume is None:

@@ -120,3 +120,32 @@ def test_the_loop_builds_a_mapped_policy_and_refuses_a_mapped_linear_one():
     task = plant.SwingUp(horizon=5)
     with pytest.raises(OptionError, match="angle inputs"):
         pilco.control_loop(task, model="ar-gp", policy_kind="linear", policy_angle_inputs=True, num_iterations=0)
+
+
+def test_pseudo_targets_are_interpolated_and_the_moments_are_the_networks(state):
+    """PILCO's parameterisation: the network satisfies (K + sn^2 I) w = t, so z(c_i) + sn^2 w_i = t_i exactly at every
+    centre; its moments (also mapped) are those of the RBF network with those weights, Monte Carlo included."""
+    m, S, y = state
+    pol = policies.init_pseudo_target_rbf(jax.random.PRNGKey(57), m, S, num_controls=2, num_basis=30)
+    pol = pol._replace(targets=10.0 * pol.targets, log_lengthscale=pol.log_lengthscale + jnp.array([[0.3], [-0.4]]))
+    network = policies.as_rbf(pol)
+    at_centres = jax.vmap(policies.pre_squash, in_axes=(None, 0))(pol, pol.centres)  # (M, U)
+    np.testing.assert_allclose(at_centres.T + policies.PSEUDO_TARGET_NOISE * network.weights, pol.targets, rtol=1e-9)
+    mm = policies.pre_squash_moments(pol, m, S)
+    z = jax.vmap(policies.pre_squash, in_axes=(None, 0))(pol, y)
+    assert_mc(mm.mean, z, "mean")
+    assert_mc(mm.cov, covariances(z, z), "cov")
+    mapped = policies.init_mapped_rbf(jax.random.PRNGKey(58), m, S, ANGLE_MAP, 1, 20, pseudo_targets=True)
+    as_weights = mapped._replace(policy=policies.as_rbf(mapped.policy))
+    ours, theirs = policies.action_moments(mapped, m, S, U_MAX), policies.action_moments(as_weights, m, S, U_MAX)
+    for a, b in zip(ours, theirs, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-12)
+    assert policies.input_dim(mapped) == 4 and policies.num_controls(pol) == 2
+
+
+def test_the_loop_builds_a_pseudo_target_policy():
+    task = plant.SwingUp(horizon=5)
+    for angle in (False, True):
+        out = pilco.control_loop(task, model="ar-gp", policy_kind="rbf-targets", policy_angle_inputs=angle,
+                                 num_random=1, num_iterations=0)  # fmt: skip
+        assert len(out.trials) == 1 and not out.predicted

@@ -4,9 +4,12 @@ docs/sources/mchutchon.md#pilco-policies).
 A policy maps the observed state y (D,) to U controls u = u_max * squash(z), z = pi~(y):
 
 * ``RBFPolicy``: z_a(y) = sum_i w_ai exp(-1/2 (y - c_i)^T Lambda_a^{-1} (y - c_i)), M centres c shared by the
-  outputs (Table 4.1: M = 50). PILCO writes the weights as K^{-1} t (pseudo-targets t through a noisy kernel
-  matrix); we optimise w directly: the same function class, and no Cholesky factor in the policy, so no
-  factorisation can fail at initialisation (docs/sources/mchutchon.md#pilco-policies).
+  outputs (Table 4.1: M = 50), the weights w optimised directly (docs/sources/mchutchon.md#pilco-policies).
+* ``PseudoTargetRBF``: the same network parameterised as PILCO's lab code does, by pseudo-targets t: w_a =
+  (K_a + sn^2 I)^{-1} t_a with K_a the unit-variance SE Gram of the centres under Lambda_a and sn^2 = 1e-4 (the lab
+  code's policy noise sd 0.01, signal sd 1). The same functions for fixed lengthscales, but not the same
+  optimisation: the network keeps interpolating t at the centres as the lengthscales move
+  (docs/sources/mchutchon.md#pilco-pseudo-targets).
 * ``LinearPolicy``: z = W y + b (Table 4.2, "linear with bias term").
 * ``MappedPolicy``: either of them seeing a = [A y; sin(P y + o)] instead of y, e.g. sin and cos of the pendulum
   angle in place of the angle (PILCO's ``poli`` with ``gTrig``; not stated in the thesis;
@@ -45,6 +48,27 @@ class RBFPolicy(NamedTuple):
     log_lengthscale: Array
 
 
+class PseudoTargetRBF(NamedTuple):
+    """centres (M, D), targets (U, M), log_lengthscale (U, D); the weights are ``as_rbf``'s."""
+
+    centres: Array
+    targets: Array
+    log_lengthscale: Array
+
+
+PSEUDO_TARGET_NOISE = 1e-4  # sn^2 over a unit signal variance: the lab code's policy hyp (sd 1 and 0.01)
+
+
+def as_rbf(policy: PseudoTargetRBF) -> RBFPolicy:
+    """The RBF network a pseudo-target policy is: w_a = (K_a + sn^2 I)^{-1} t_a (U Cholesky factors of M x M; the
+    ridge sn^2 is the policy's own noise, so the factor exists for any centres)."""
+    ell = jnp.exp(policy.log_lengthscale)  # (U, D)
+    diff = (policy.centres[:, None, :] - policy.centres[None, :, :])[None] / ell[:, None, None, :]  # (U, M, M, D)
+    gram = jnp.exp(-0.5 * jnp.sum(diff**2, -1)) + PSEUDO_TARGET_NOISE * jnp.eye(policy.centres.shape[0])
+    weights = jax.vmap(lambda K, t: jax.scipy.linalg.cho_solve((jnp.linalg.cholesky(K), True), t))(gram, policy.targets)
+    return RBFPolicy(policy.centres, weights, policy.log_lengthscale)
+
+
 class LinearPolicy(NamedTuple):
     """W (U, D), b (U,)."""
 
@@ -71,14 +95,14 @@ class ActionMoments(NamedTuple):
 def num_controls(policy) -> int:
     if isinstance(policy, MappedPolicy):
         return num_controls(policy.policy)
-    return policy.weights.shape[0] if isinstance(policy, RBFPolicy) else policy.W.shape[0]
+    return policy.W.shape[0] if isinstance(policy, LinearPolicy) else policy.log_lengthscale.shape[0]
 
 
 def input_dim(policy) -> int:
     """The dimension of the observed state y the policy takes."""
     if isinstance(policy, MappedPolicy):
         return policy.inputs.A.shape[1]
-    return policy.centres.shape[1] if isinstance(policy, RBFPolicy) else policy.W.shape[1]
+    return policy.W.shape[1] if isinstance(policy, LinearPolicy) else policy.centres.shape[1]
 
 
 def trainable(policy) -> tuple[Any, Any]:
@@ -99,6 +123,8 @@ def pre_squash(policy, y: Array) -> Array:
         return pre_squash(policy.policy, policy_inputs.apply(policy.inputs, y))
     if isinstance(policy, LinearPolicy):
         return policy.W @ y + policy.b
+    if isinstance(policy, PseudoTargetRBF):
+        policy = as_rbf(policy)
     ell = jnp.exp(policy.log_lengthscale)  # (U, D)
     d = (y - policy.centres)[None, :, :] / ell[:, None, :]  # (U, M, D)
     return jnp.sum(policy.weights * jnp.exp(-0.5 * jnp.sum(d**2, -1)), -1)
@@ -129,7 +155,7 @@ def _rbf_moments(policy: RBFPolicy, m: Array, S: Array) -> moments.GaussianInput
 def _mapped_moments(policy: MappedPolicy, m: Array, S: Array) -> moments.GaussianInputMoments:
     """z = pi~(a), a = [A y; sin(P y + o)], y ~ N(m, S) (module docstring)."""
     ma, Sa, cross = policy_inputs.input_moments(policy.inputs, m, S)
-    inner = policy.policy
+    inner = as_rbf(policy.policy) if isinstance(policy.policy, PseudoTargetRBF) else policy.policy
     z = pre_squash_moments(inner, ma, Sa)
     if isinstance(inner, LinearPolicy):
         gradient = inner.W.T
@@ -145,7 +171,7 @@ def pre_squash_moments(policy, m: Array, S: Array) -> moments.GaussianInputMomen
         return _mapped_moments(policy, m, S)
     if isinstance(policy, LinearPolicy):
         return moments.GaussianInputMoments(policy.W @ m + policy.b, policy.W @ S @ policy.W.T, S @ policy.W.T)
-    return _rbf_moments(policy, m, S)
+    return _rbf_moments(as_rbf(policy) if isinstance(policy, PseudoTargetRBF) else policy, m, S)
 
 
 def squash_moments(m: Array, S: Array, u_max: float) -> tuple[Array, Array, Array]:
@@ -173,17 +199,31 @@ def init_rbf(key, m0: Array, S0: Array, num_controls: int = 1, num_basis: int = 
     return RBFPolicy(centres, weights, jnp.zeros((num_controls, D)))
 
 
+def init_pseudo_target_rbf(key, m0: Array, S0: Array, num_controls: int = 1, num_basis: int = 50) -> PseudoTargetRBF:
+    """PILCO's initialisation of its RBF policy: centres ~ N(m0, S0), pseudo-targets ~ N(0, 0.1^2), unit
+    lengthscales (the draws of ``init_rbf``, the weights read as targets)."""
+    raw = init_rbf(key, m0, S0, num_controls, num_basis)
+    return PseudoTargetRBF(raw.centres, raw.weights, raw.log_lengthscale)
+
+
 def init_linear(key, state_dim: int, num_controls: int = 1) -> LinearPolicy:
     """Small random weights N(0, 0.1^2) and zero bias."""
     return LinearPolicy(0.1 * jax.random.normal(key, (num_controls, state_dim)), jnp.zeros(num_controls))
 
 
 def init_mapped_rbf(
-    key, m0: Array, S0: Array, inputs: policy_inputs.InputMap, num_controls: int = 1, num_basis: int = 50
+    key,
+    m0: Array,
+    S0: Array,
+    inputs: policy_inputs.InputMap,
+    num_controls: int = 1,
+    num_basis: int = 50,
+    pseudo_targets: bool = False,
 ) -> MappedPolicy:
     """``init_rbf`` over a = inputs.apply(y): centres the images of draws y ~ N(m0, S0) (PILCO draws them from the
     Gaussian with a's moments; the images have exactly a's distribution and need no factor of its near-singular
-    covariance), weights ~ N(0, 0.1^2), unit lengthscales."""
+    covariance), weights (or, with ``pseudo_targets``, PILCO's pseudo-targets) ~ N(0, 0.1^2), unit lengthscales."""
     raw = init_rbf(key, m0, S0, num_controls, num_basis)
     centres = jax.vmap(policy_inputs.apply, in_axes=(None, 0))(inputs, raw.centres)
-    return MappedPolicy(RBFPolicy(centres, raw.weights, jnp.zeros((num_controls, centres.shape[1]))), inputs)
+    network = PseudoTargetRBF if pseudo_targets else RBFPolicy
+    return MappedPolicy(network(centres, raw.weights, jnp.zeros((num_controls, centres.shape[1]))), inputs)
