@@ -96,13 +96,18 @@ def test_gibbs_sweep_leaves_the_exact_partition_posterior_invariant():
     X = jnp.asarray(X5)
     after, full = jax.jit(jax.vmap(lambda k, z: gibbs_sweep(k, z, X, view)))(keys, start)
     assert not bool(full.any())  # K = N slots: the DP is never truncated
+    _assert_partitions_follow(after, parts, post)
+
+
+def _assert_partitions_follow(labels, parts, post):
+    """Independent draws (M, 5) of labels follow the exact posterior ``post`` over ``parts``: their counts are then
+    multinomial(M, post), Pearson's statistic chi^2 with 51 dof, and the threshold fails a correct sampler w.p. 1e-4.
+    Power: the same counts against the posterior under another concentration (eta = 3) are rejected."""
+    M = len(labels)
     index = {p: i for i, p in enumerate(parts)}
-    counts = np.bincount([index[_canonical(z)] for z in np.asarray(after)], minlength=len(parts))
-    # Draws are independent (one sweep from exact draws), so the counts are multinomial(M, post) if the sweep is
-    # invariant: Pearson's statistic then follows chi^2 with 51 dof; the threshold fails a correct sweep w.p. 1e-4.
+    counts = np.bincount([index[_canonical(z)] for z in np.asarray(labels)], minlength=len(parts))
     threshold = stats.chi2.ppf(1 - 1e-4, len(parts) - 1)
     assert np.sum((counts - M * post) ** 2 / (M * post)) < threshold
-    # Power: the same counts against the posterior under another concentration (eta = 3) are rejected.
     other = zoo.get("iwmm", warping="identity", max_clusters=5, concentration=3.0).views["iwmm"]
     _, wrong = _exact_partition_posterior(other, X5)
     assert np.sum((counts - M * wrong) ** 2 / (M * wrong)) > threshold
@@ -119,13 +124,7 @@ def test_split_merge_moves_alone_reach_the_exact_partition_posterior_from_one_cl
     X = jnp.asarray(X5)
     after, accepted = jax.jit(jax.vmap(lambda k: split_merge_moves(k, start, X, view, moves)))(keys)
     assert 0.05 < float(accepted.mean()) < 0.95  # the moves do move, and not blindly
-    index = {p: i for i, p in enumerate(parts)}
-    counts = np.bincount([index[_canonical(z)] for z in np.asarray(after)], minlength=len(parts))
-    threshold = stats.chi2.ppf(1 - 1e-4, len(parts) - 1)
-    assert np.sum((counts - M * post) ** 2 / (M * post)) < threshold
-    other = zoo.get("iwmm", warping="identity", max_clusters=5, concentration=3.0).views["iwmm"]
-    _, wrong = _exact_partition_posterior(other, X5)
-    assert np.sum((counts - M * wrong) ** 2 / (M * wrong)) > threshold
+    _assert_partitions_follow(after, parts, post)
 
 
 def _random_data_and_position(rng, num_points):
