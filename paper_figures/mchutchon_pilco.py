@@ -252,8 +252,14 @@ def main(quick: bool, out: Path) -> None:
         f"{cfg['starts']} true starts, {cfg['alphas']} step lengths."
     )
     if not quick:
-        loop = learning_curves(out, FACTORS, range(10), num_iterations=10, num_tests=10, max_steps=100)
+        loop = learning_curves(
+            out, FACTORS, range(10), num_iterations=10, num_tests=10, max_steps=100,
+            policy_kind="rbf-targets", policy_angle_inputs=True,  # PILCO's policy (mchutchon.md#pilco-pseudo-targets)
+        )  # fmt: skip
         plot_curves(out, loop)
         table += success_table(loop)
-        note += f" Fig 4.8: noise factors {FACTORS}, 10 seeds, 10 iterations, 10 tests."
+        note += (
+            f" Fig 4.8: noise factors {FACTORS}, 10 seeds, 10 iterations, 10 tests; PILCO's RBF policy (pseudo-targets,"
+            " sin and cos of the angle)."
+        )
     print(write_comparison(out, table, __doc__ + note))
