@@ -186,7 +186,7 @@ def read_rows(path: Path) -> list[dict]:
         rows = list(csv.DictReader(handle))
     for row in rows:
         for key, value in row.items():
-            if key not in ("dataset", "method") and value != "":
+            if key not in ("dataset", "method", "optimizer") and value != "":
                 row[key] = int(value) if key in ("split", "restarts", "steps") else float(value)
     return rows
 
