@@ -192,7 +192,8 @@ def iwmm_runner(
         def iteration(carry, inputs):
             position, labels, da = carry
             key, i = inputs
-            k_gibbs, k_hmc, k_sym, k_split = jax.random.split(key, 4)
+            k_gibbs, k_hmc, k_sym = jax.random.split(key, 3)
+            k_split = jax.random.fold_in(key, 3)  # not a 4th split: the thesis's sampler keeps its stream
             labels, full = gibbs_sweep(k_gibbs, labels, view.latent(position, Y), view)
             if num_split_merge:
                 labels, split_merge_accepted = split_merge_moves(
@@ -288,6 +289,8 @@ def iwmm(spec, dataset, key, timer, **options) -> EngineOutput:
     view = spec.views["iwmm"]
     Y = jnp.asarray(dataset.observed["Y"])
     view.check(Y)
+    if options["num_split_merge"] and Y.shape[0] < 2:
+        raise DataError("iwmm: split-merge moves need at least 2 points")
     Y_test = dataset.test.get("Y")
     if Y_test is not None:
         Y_test = jnp.asarray(Y_test)
