@@ -71,7 +71,8 @@ def gibbs_sweep(key, labels, X, view):
 def split_merge(key, labels, X, view):
     """One sequentially allocated split-merge proposal (SAMS, Dahl 2003), a Metropolis-Hastings move on the
     partition that changes many labels at once where the one-point Gibbs sweep needs a long walk through unlikely
-    partitions (docs/sources/duvenaud.md#iwmm-split-merge). labels (N,) int32 in [0, K); X (N, Q); N >= 2.
+    partitions (docs/sources/duvenaud.md#iwmm-split-merge). labels (N,) int32 in [0, K); X (N, Q); N >= 2 (the
+    view's check refuses fewer: a column of one point is constant).
 
     Two distinct points i, j are drawn. If they share a cluster, split it: i stays, j opens the first empty slot, and
     the cluster's other points, in a random order, join i's or j's part with probability proportional to the part's
@@ -289,8 +290,6 @@ def iwmm(spec, dataset, key, timer, **options) -> EngineOutput:
     view = spec.views["iwmm"]
     Y = jnp.asarray(dataset.observed["Y"])
     view.check(Y)
-    if options["num_split_merge"] and Y.shape[0] < 2:
-        raise DataError("iwmm: split-merge moves need at least 2 points")
     Y_test = dataset.test.get("Y")
     if Y_test is not None:
         Y_test = jnp.asarray(Y_test)
