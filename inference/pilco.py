@@ -405,8 +405,10 @@ def control_loop(
     """PILCO's loop (Fig 4.2): ``num_random`` random roll-outs, then ``num_iterations`` times: learn ``model`` (the
     GP-SSM warm-started from the previous iteration's fit; options ``DYNAMICS_OPTIONS``), optimise the policy from the
     previous one, roll it out once on the plant (added to the data) and ``num_tests`` times more from other start
-    states (not added). Defaults: 2 random roll-outs (lab code, M15). ``policy_angle_inputs``: the RBF policy sees sin
-    and cos of the pendulum angle in place of the angle (PILCO's convention; ``policies.MappedPolicy``).
+    states (not added). Defaults: 2 random roll-outs (lab code, M15). ``policy_kind``: "rbf" (the network's weights
+    optimised directly), "rbf-targets" (PILCO's pseudo-targets, ``policies.PseudoTargetRBF``) or "linear".
+    ``policy_angle_inputs``: the RBF policy sees sin and cos of the pendulum angle in place of the angle (PILCO's
+    convention; ``policies.MappedPolicy``).
     ``on_iteration`` is called with the result so far after every iteration (to write partial results or save it);
     ``resume`` (such a result, with the same arguments) continues it up to ``num_iterations`` in total, as a run never
     interrupted would have."""
