@@ -1,18 +1,18 @@
 """One PILCO learning run (McHutchon Fig 4.2) on the cart-pole swing-up: wall time per phase and the outcome,
 resumable in chunks.
 
-Usage: ``python -m benchmarks.pilco_learning_run MODEL SEED OUT.jsonl [--iterations 10] [--tests 10] [--max-steps
-100] [--noise-factor 1] [--warm-steps 50] [--cold] [--bucket 100] [--raw-angle] [--policy-angle] [--pseudo-targets]
+Usage: ``python -m benchmarks.pilco_learning_run MODEL SEED OUT.jsonl [--iterations 10] [--tests 10] [--max-steps 100]
+[--noise-factor 1] [--warm-steps 50] [--cold] [--bucket 100] [--raw-angle] [--policy-angle] [--pseudo-targets]
 [--budget 1140] [--resume]``; pin it (``taskset -c 1``). MODEL is ``ar-gp`` or ``gp-ssm``; the AR-GP sees sin and cos
 of the angle unless ``--raw-angle``, and pads its data to a multiple of ``--bucket`` rows; ``--policy-angle``: so does
 the RBF policy (PILCO's convention, ``zoo.pilco.policies.MappedPolicy``); ``--pseudo-targets``: the RBF policy is
-parameterised by PILCO's pseudo-targets (``zoo.pilco.policies.PseudoTargetRBF``). ``inference.pilco.control_loop`` with 2 random
-roll-outs; the GP-SSM's dynamics fit is warm-started from the previous iteration's (``--warm-steps`` L-BFGS steps;
-``--cold`` retrains from Algorithm 1's initialisation every time). After every iteration OUT holds one JSON line per
-iteration so far: wall seconds of the dynamics training, of the policy optimisation (compilation included, so the
-first iteration of each compiled shape pays it) and of the whole iteration, L-BFGS iterations, the jitter each
-dynamics GP needed, the predicted and true total costs, and the fraction of ``--tests`` test trials from fresh start
-states that swing up (docs/sources/mchutchon.md#pilco-success).
+parameterised by PILCO's pseudo-targets (``zoo.pilco.policies.PseudoTargetRBF``). ``inference.pilco.control_loop``
+with 2 random roll-outs; the GP-SSM's dynamics fit is warm-started from the previous iteration's (``--warm-steps``
+L-BFGS steps; ``--cold`` retrains from Algorithm 1's initialisation every time). After every iteration OUT holds one
+JSON line per iteration so far: wall seconds of the dynamics training, of the policy optimisation (compilation
+included, so the first iteration of each compiled shape pays it) and of the whole iteration, L-BFGS iterations, the
+jitter each dynamics GP needed, the predicted and true total costs, and the fraction of ``--tests`` test trials from
+fresh start states that swing up (docs/sources/mchutchon.md#pilco-success).
 
 Chunks: the loop's whole state (trials, policies, PRNG key, every dynamics fit) is saved to OUT.pkl after every
 iteration, written atomically with OUT (``inference.files.atomic``), so a run killed at any point loses at most the
