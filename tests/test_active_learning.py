@@ -129,7 +129,8 @@ def test_uncertainty_gate_adds_only_uncertain_points_and_keeps_the_factor_exact(
 
 def _trace_counted(fn):
     """fn and a list that grows by one each time JAX traces it. Counting traces, not entries of a jitted function's
-    executable cache: that cache lives in a global LRU of 8192 functions, which a long test process can overflow."""
+    executable cache: that cache lives in a global LRU of 8192 functions, which a long test process may overflow
+    (the likely reason such a count read 0 in one CI rehearsal)."""
     traces = []
 
     def counted(*args):
