@@ -195,11 +195,10 @@ def iwmm_runner(
             key, i = inputs
             k_gibbs, k_hmc, k_sym = jax.random.split(key, 3)
             k_split = jax.random.fold_in(key, 3)  # not a 4th split: the thesis's sampler keeps its stream
-            labels, full = gibbs_sweep(k_gibbs, labels, view.latent(position, Y), view)
+            X = view.latent(position, Y)
+            labels, full = gibbs_sweep(k_gibbs, labels, X, view)
             if num_split_merge:
-                labels, split_merge_accepted = split_merge_moves(
-                    k_split, labels, view.latent(position, Y), view, num_split_merge
-                )
+                labels, split_merge_accepted = split_merge_moves(k_split, labels, X, view, num_split_merge)
             acceptance, diverging, step_size = jnp.ones(()), jnp.array(False), jnp.zeros(())
             if view.warped:
 

@@ -309,7 +309,7 @@ def comparison(rows: list[dict]) -> list[dict]:
 
 
 def drop_mode(c: transition.Components) -> int:
-    """The mode whose flow is nearest the constant (0, 0) (the reset state) over the plotted states."""
+    """The mode whose flow is nearest the constant (0, 0) (the reset state) over the states of ``c``."""
     return int(jnp.argmin(jnp.abs(c.f_mean).mean((0, 2))))
 
 
@@ -324,7 +324,7 @@ def drop_mode_check(result: dict, n: int, seed: int, s: dict) -> dict:
     fit = dagp.DagpFit(result["fit"], dagp.config_of(dynamics_spec(2, n)))
     c = transition.components(fit, X)
     f_mean = np.asarray(c.f_mean)
-    drop = int(np.argmin(np.abs(f_mean[fell]).mean((0, 2))))
+    drop = drop_mode(c._replace(f_mean=c.f_mean[fell]))
     belief = np.asarray(jax.nn.softmax(result["fit"]["assignment_logits"], -1))[:, drop]
     predictive = np.asarray(transition.assignment_probabilities(c, jax.random.PRNGKey(0)))[:, drop]
     return {"N": n, "run": seed, "falls in data": round(float(fell.mean()), 3),
