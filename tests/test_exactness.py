@@ -10,6 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from scipy import stats
 
 import inference
 import zoo
@@ -67,13 +68,31 @@ def test_posterior_matches_the_exact_answer_within_monte_carlo_error(engine_resu
         assert np.abs(z_sd).max() < Z, f"{engine} on {model}: sd of {site} off by {np.abs(z_sd).max():.1f} MCSE"
 
 
+def rhat_limits(table, num_chains: int, alpha: float = 1e-3) -> np.ndarray:
+    """Per row of an ArviZ summary, an R-hat that converged chains exceed with probability about alpha / rows.
+
+    Split R-hat compares m = 2 x chains halves. For converged chains worth n = ESS / m independent draws each,
+    the between/within variance ratio is chi2_{m-1} / (m-1), so R-hat^2 ~ 1 + (chi2_{m-1} / (m-1) - 1) / n
+    (Gelman & Rubin 1992, with n the effective length); ArviZ reports the larger of the bulk and folded R-hat,
+    hence alpha / 2 each. On simulated AR(1) chains of this shape (4 x 500, ESS 230-680) the limit is exceeded
+    at 0.7-3x the nominal rate. The conventional 1.01 is such a limit only at an ESS of thousands: at ESS ~700,
+    as here, a correct sampler exceeds it in a few percent of seeds.
+    """
+    m = 2 * num_chains
+    quantile = stats.chi2.ppf(1 - alpha / (2 * len(table)), m - 1) / (m - 1)
+    ess = np.minimum(table["ess_bulk"].to_numpy(), table["ess_tail"].to_numpy())
+    return np.sqrt(1 + (quantile - 1) * m / ess)
+
+
 def test_samplers_converge_without_divergences(engine_result):
     model, engine, idata = engine_result
-    stats = diagnostics.engine_stats(idata)
+    run = diagnostics.engine_stats(idata)
     if engine != "svi":  # independent draws from a guide have no chains to compare
-        assert stats["max_rhat"] < 1.01
-        assert stats["divergences"] == 0
-    assert stats["min_ess_bulk"] > 400
+        table = diagnostics.summary(idata)
+        limits = rhat_limits(table, run["chains"])
+        assert np.all(table["r_hat"].to_numpy() < limits), table.assign(limit=limits)[["r_hat", "limit"]]
+        assert run["divergences"] == 0
+    assert run["min_ess_bulk"] > 400
 
 
 def test_exact_engine_reports_the_log_evidence():

@@ -213,9 +213,15 @@ def test_engine_reproduces_recorded_fit(case):
         ds = nigp.simulate_square_wave(jax.random.PRNGKey(0))
         X, y = ds.observed["Yin"], ds.observed["Yout"]
     (params, correction), idata = train(X, y, **case["options"])
+    # Recorded on another CPU: XLA's reductions follow the vector width, so the L-BFGS path differs in the last
+    # bits and ends ~1e-9 apart; one step or pass fewer moves some site by >= 2e-6 (and the log of a site driven
+    # to its bound, < 1e-8, by > 0.5), so rtol 1e-7 still tells the same run from another.
     for name, value in params._asdict().items():
-        np.testing.assert_allclose(np.ravel(value), case[name], rtol=1e-10, atol=1e-300, err_msg=name)
-    np.testing.assert_allclose(correction, case["correction"], rtol=1e-10, atol=1e-14)
+        value, recorded = np.ravel(value), np.asarray(case[name])
+        at_bound = recorded < 1e-8
+        np.testing.assert_allclose(value[~at_bound], recorded[~at_bound], rtol=1e-7, err_msg=name)
+        np.testing.assert_allclose(np.log(value[at_bound]), np.log(recorded[at_bound]), atol=1e-3, err_msg=name)
+    np.testing.assert_allclose(correction, case["correction"], rtol=1e-7, atol=1e-14)
     # the point estimate as one posterior draw; the objective trace covers every pass and, in a single pass, ends at
     # eq. 2.78 at the optimum (later passes hold an earlier Sigma~ fixed, which the final point does not determine)
     assert idata.posterior["lengthscale"].shape == (1, 1, X.shape[1])
