@@ -163,7 +163,9 @@ def test_simulate_selects_no_pseudo_inputs_but_engines_get_them(kink_data):
     assert spec.views["pseudo_inputs"] == gpssm.PseudoInputRule(20, "zero")
     assert "pseudo_inputs" not in spec.simulate(jax.random.key(0)).observed
     prepared = ar1.prepare(spec, kink_data)
-    np.testing.assert_array_equal(prepared.observed["pseudo_inputs"], AR1_REFERENCE["pseudo_inputs_zero_20"])
+    # the selection is recorded; the values it picks come out of an AR1-GP fit, equal up to another CPU's rounding
+    recorded = AR1_REFERENCE["pseudo_inputs_zero_20"]
+    np.testing.assert_allclose(prepared.observed["pseudo_inputs"], recorded, rtol=1e-12)
     np.testing.assert_array_equal(prepared.test["pseudo_inputs"], prepared.observed["pseudo_inputs"])
     assert ar1.prepare(spec, prepared) is prepared
     with pytest.raises(DataError, match="lengths"):
