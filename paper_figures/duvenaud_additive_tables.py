@@ -11,11 +11,13 @@ GP-1st = ``gp/additive`` with ``max_order=1``; GP SE-ARD = ``gp/regression`` wit
 it are not significant (two-sided paired t-test, 5 %); with one split only the lowest is bold.
 Data (docs/sources/duvenaud.md#bach-data): bach recreated, concrete a seeded 500-row subsample, housing (Boston)
 whole; pumadyn-8nh and servo are not packaged offline (their published columns are shown, ours empty); HKL not
-reimplemented; the structure-search row is left empty (docs/sources/duvenaud.md#table-6-4).
+reimplemented. Structure search (docs/sources/duvenaud.md#table-6-4): the ch. 3 search with SE and RQ on every input,
+operators C.1-C.3, BIC, its best kernel predicting the test split; run in its own chunks (``--methods
+structure_search``) to a depth the command sets.
 Table 6.1 (docs/sources/duvenaud.md#table-6-1): the share sigma_n^2 C(D, n) / sum, averaged over the splits' fits.
 
-Full: 10 splits, 5 restarts, up to 500 L-BFGS steps (the thesis's settings). Quick: 1 split of a seeded
-subsample of 60 rows per set, 1 restart, 40 steps.
+Full: 10 splits, 5 restarts, up to 500 L-BFGS steps, a search to depth 10 (the thesis's settings). Quick: 1 split of
+a seeded subsample of 60 rows per set, 1 restart, 40 steps, a search of depth 1 (the base kernels).
 """
 
 import csv
@@ -30,6 +32,7 @@ import inference
 import zoo
 from inference.component_plots import plot_decomposition
 from inference.files.tables import markdown_table, read_published, write_comparison, write_csv
+from inference.structure_search import search
 from zoo import additive, gp, regression
 from zoo import decomposition as dec
 from zoo.data import additive_benchmarks as data
@@ -52,9 +55,12 @@ LEAST_SQUARES = {  # the thesis's linear baseline as its companion code fits it;
     "least_squares": "Linear Regression (least squares)",
     "least_squares_companion": "Linear Regression (least squares, companion code's NLL)",
 }
-THESIS_ONLY = ("HKL", "Structure Search")
-QUICK = {"splits": 1, "restarts": 1, "steps": 40, "rows": 60, "optimizer": "lbfgs"}
-FULL = {"splits": 10, "restarts": 5, "steps": 500, "rows": None, "optimizer": "lbfgs"}
+SEARCH = {"structure_search": "Structure Search"}  # our name -> thesis row
+SEARCH_BASE = ("SE", "RQ")  # on every input (docs/sources/duvenaud.md#table-6-4)
+METHOD_GROUPS = (*METHODS, "least_squares", *SEARCH)  # what one chunk can run (least_squares: both of its rows)
+THESIS_ONLY = ("HKL",)
+QUICK = {"splits": 1, "restarts": 1, "steps": 40, "rows": 60, "optimizer": "lbfgs", "search_depth": 1}
+FULL = {"splits": 10, "restarts": 5, "steps": 500, "rows": None, "optimizer": "lbfgs", "search_depth": 10}
 OPTIMIZERS = ("lbfgs", "host-lbfgs")  # ml2's optax L-BFGS (restarts vmapped) or scipy's (restarts one by one)
 ALPHA = 0.05
 
@@ -104,6 +110,29 @@ def fit(method: str, X, y, settings, seed: int):
     return predict, (kernel, 0.0, noise)
 
 
+def fit_search(X, y, settings, seed: int):
+    """The ch. 3 structure search on (X, y) (standardised internally, ``inference.structure_search``): (predict(X_new)
+    -> (mean, var) by the best kernel conditioned on (X, y), the best structure's text)."""
+    result = search(
+        X,
+        y,
+        depth=settings["search_depth"],
+        base=SEARCH_BASE,
+        restarts=settings["restarts"],
+        num_steps=settings["steps"],
+        seed=seed,
+    )
+    units, best = result.standardisation, result.best
+    Xs, ys = jnp.asarray(units.inputs(X)), jnp.asarray(units.targets(y))
+
+    def predict(X_new):
+        post = gp.predict(best.kernel, Xs, ys, best.noise, jnp.asarray(units.inputs(X_new)), full_cov=False)
+        scale = units.y_scale
+        return units.y_shift + scale * post.mean, scale**2 * (post.cov + best.noise)
+
+    return predict, best.expression
+
+
 def scores(mean, var, y) -> tuple[float, float]:
     """(MSE, mean negative log predictive density) of y (m,) under N(mean, var)."""
     mean, var = np.asarray(mean), np.asarray(var)
@@ -142,18 +171,26 @@ def bold_set(per_split: dict[str, np.ndarray]) -> set[str]:
     return bold
 
 
-def run_splits(name: str, splits, settings, out: Path):
-    """Fit every method on the given splits of one data set; the rows of each split are merged into
-    ``out/splits_<name>.csv`` as soon as it finishes (rows of other splits already there are kept, so a long run is
-    done in chunks of splits). Split k is the same whatever chunk runs it (``random_splits`` draws them in order).
-    Returns the first of these splits' additive fit with its training data (for the component plot), or None."""
+def run_splits(name: str, splits, settings, out: Path, methods=METHOD_GROUPS):
+    """Fit the given methods (``METHOD_GROUPS``) on the given splits of one data set; the rows of each split are
+    merged into ``out/splits_<name>.csv`` as soon as it finishes (rows of other splits or methods already there are
+    kept, so a long run is done in chunks). Split k is the same whatever chunk runs it (``random_splits`` draws them
+    in order). Returns the first of these splits' additive fit with its training data (for the component plot), or
+    None."""
     X, y = prepared(name, settings["rows"])
     pairs = data.random_splits(len(y), max(splits) + 1, seed=0)
     first = None
     for split in splits:
         train, test = pairs[split]
         rows = []
-        for method in METHODS:
+        if "structure_search" in methods:
+            predict, expression = fit_search(X[train], y[train], settings, seed=split)
+            mse, nll = scores(*predict(X[test]), y[test])
+            rows.append(
+                {"dataset": name, "split": split, "method": "structure_search", "mse": mse, "nll": nll}
+                | {"search_depth": settings["search_depth"], "kernel": expression}
+            )
+        for method in (m for m in METHODS if m in methods):
             predict, fitted = fit(method, X[train], y[train], settings, seed=split)
             mse, nll = scores(*predict(X[test]), y[test])
             rows.append({"dataset": name, "split": split, "method": method, "mse": mse, "nll": nll})
@@ -163,18 +200,20 @@ def run_splits(name: str, splits, settings, out: Path):
                 rows[-1].update({f"sigma2_order{n + 1}": float(v) for n, v in enumerate(np.asarray(kernel.variance))})
                 if first is None:
                     first = (fitted, X[train], y[train])
-        mean, var = least_squares(X[train], y[train], X[test])
-        mse, nll = scores(mean, np.full(len(test), var), y[test])
-        companion = companion_nll(mean, var, y[test])
-        rows.append({"dataset": name, "split": split, "method": "least_squares", "mse": mse, "nll": nll})
-        rows.append(
-            {"dataset": name, "split": split, "method": "least_squares_companion", "mse": mse, "nll": companion}
-        )
+        if "least_squares" in methods:
+            mean, var = least_squares(X[train], y[train], X[test])
+            mse, nll = scores(mean, np.full(len(test), var), y[test])
+            companion = companion_nll(mean, var, y[test])
+            rows.append({"dataset": name, "split": split, "method": "least_squares", "mse": mse, "nll": nll})
+            rows.append(
+                {"dataset": name, "split": split, "method": "least_squares_companion", "mse": mse, "nll": companion}
+            )
         for row in rows:
             row.update(restarts=settings["restarts"], steps=settings["steps"], optimizer=settings["optimizer"])
         path = out / f"splits_{name}.csv"
-        kept = [r for r in read_rows(path) if r["split"] != split]
-        write_csv(path, sorted(kept + rows, key=lambda r: r["split"]))
+        done = {r["method"] for r in rows}
+        kept = [r for r in read_rows(path) if r["split"] != split or r["method"] not in done]
+        write_csv(path, sorted(kept + rows, key=lambda r: (r["split"], r["method"])))
     return first
 
 
@@ -186,8 +225,8 @@ def read_rows(path: Path) -> list[dict]:
         rows = list(csv.DictReader(handle))
     for row in rows:
         for key, value in row.items():
-            if key not in ("dataset", "method", "optimizer") and value != "":
-                row[key] = int(value) if key in ("split", "restarts", "steps") else float(value)
+            if key not in ("dataset", "method", "optimizer", "kernel") and value != "":
+                row[key] = int(value) if key in ("split", "restarts", "steps", "search_depth") else float(value)
     return rows
 
 
@@ -261,25 +300,23 @@ def aggregate(out: Path, quick: bool = False) -> None:
 
 
 def summarise(rows: list[dict]) -> list[dict]:
-    """Mean and se of MSE and NLL per (data set, method) with the bold flags (bolding among ``METHODS``, the
-    thesis's rows; the least-squares rows are shown beside, never bold)."""
+    """Mean and se of MSE and NLL per (data set, method) with the bold flags (bolding among ``METHODS`` and the
+    structure search, the thesis's rows, where the search ran on the same splits as they did; the least-squares
+    rows are shown beside, never bold)."""
     out = []
     for name in DATASETS:
         for metric in ("mse", "nll"):
-            per_split = {
-                m: np.array(
-                    [
-                        r[metric]
-                        for r in sorted(rows, key=lambda r: r["split"])
-                        if r["dataset"] == name and r["method"] == m
-                    ]
-                )
-                for m in (*METHODS, *LEAST_SQUARES)
-            }
+            mine = sorted((r for r in rows if r["dataset"] == name), key=lambda r: r["split"])
+            per_split = {m: np.array([r[metric] for r in mine if r["method"] == m]) for m in (*METHODS, *SEARCH)}
+            per_split |= {m: np.array([r[metric] for r in mine if r["method"] == m]) for m in LEAST_SQUARES}
             per_split = {m: v for m, v in per_split.items() if v.size}
             if not per_split:
                 continue
-            bold = bold_set({m: v for m, v in per_split.items() if m in METHODS})
+            splits = {m: [r["split"] for r in mine if r["method"] == m] for m in per_split}
+            ruled = [m for m in per_split if m in METHODS]
+            if ruled and "structure_search" in per_split and splits["structure_search"] == splits[ruled[0]]:
+                ruled.append("structure_search")  # paired over the same splits
+            bold = bold_set({m: per_split[m] for m in ruled}) if ruled else set()
             for method, values in per_split.items():
                 out.append(
                     {
@@ -313,6 +350,7 @@ def comparison(summary: list[dict], shares: dict) -> list[dict]:
     rows = []
     for table, metric in (("6.4", "mse"), ("6.5", "nll")):
         ours_rows = [(m, thesis_row, thesis_row) for m, (thesis_row, _, _) in METHODS.items()]
+        ours_rows += [(m, thesis_row, thesis_row) for m, thesis_row in SEARCH.items()]
         ours_rows += [(m, "Linear Regression", label) for m, label in LEAST_SQUARES.items()]
         for method, thesis_row, label in ours_rows:
             if table == "6.4" and method == "least_squares_companion":
@@ -336,7 +374,7 @@ def comparison(summary: list[dict], shares: dict) -> list[dict]:
             if table == "6.5" and thesis_row == "HKL":
                 continue
             for name in (*DATASETS, *UNAVAILABLE):
-                note = "not reimplemented" if thesis_row == "HKL" else "left out (docs/sources/duvenaud.md#table-6-4)"
+                note = "not reimplemented"
                 rows.append(
                     {
                         "table": table,
@@ -384,7 +422,8 @@ def comparison(summary: list[dict], shares: dict) -> list[dict]:
 def preamble(rows, summary, shares, quick: bool) -> str:
     def grid(metric):
         lines = []
-        for method, label in [(m, t) for m, (t, _, _) in METHODS.items()] + list(LEAST_SQUARES.items()):
+        labels = [(m, t) for m, (t, _, _) in METHODS.items()] + list(SEARCH.items()) + list(LEAST_SQUARES.items())
+        for method, label in labels:
             if metric == "mse" and method == "least_squares_companion":
                 continue
             cells = {
@@ -400,6 +439,17 @@ def preamble(rows, summary, shares, quick: bool) -> str:
     steps = "/".join(str(v) for v in sorted({r["steps"] for r in rows}))
     optimizers = "/".join(sorted({str(r.get("optimizer") or "lbfgs") for r in rows}))
     dominant = {n: int(np.argmax(v)) + 1 for n, v in shares.items()}
+    searches = [r for r in rows if r["method"] == "structure_search"]
+    searched = (
+        "; ".join(
+            f"{n}: {len([r for r in searches if r['dataset'] == n])} split(s) to depth "
+            + "/".join(str(d) for d in sorted({r["search_depth"] for r in searches if r["dataset"] == n}))
+            for n in DATASETS
+            if any(r["dataset"] == n for r in searches)
+        )
+        if searches
+        else "not run"
+    )
     subsample = f"a seeded subsample of {QUICK['rows']} rows per set" if quick else "whole sets"
     return f"""# Duvenaud 2014 Tables 6.1, 6.4, 6.5: additive GPs
 
@@ -408,11 +458,12 @@ of at most {steps} L-BFGS steps ({optimizers}); {subsample} (concrete: a seeded 
 Table 6.2's size; which rows the thesis used is unknown; bach: recreated from the recipe, not the thesis's draw). The
 thesis's companion code evaluates by 10-fold cross-validation of the unshuffled data; we use random splits.
 Standardised units. Bold: lowest mean and every method not significantly different from it (paired t-test, 5 %; one
-split: only the lowest), among the four fitted rows. The linear row is our Bayesian linear regression (ML-II); the
-least-squares rows are the thesis's baseline as its companion code fits it, its NLL once with the Gaussian density and
-once with the companion code's density, whose log normaliser is counted twice (docs/sources/duvenaud.md#linear-nll):
-that convention is what the published linear NLLs use. pumadyn-8nh and servo are not packaged offline: no numbers. HKL
-is not reimplemented; structure search is left out (docs/sources/duvenaud.md#table-6-4).
+split: only the lowest), among the four ML-II rows and the structure search where it ran on the same splits. The linear
+row is our Bayesian linear regression (ML-II); the least-squares rows are the thesis's baseline as its companion code
+fits it, its NLL once with the Gaussian density and once with the companion code's density, whose log normaliser is
+counted twice (docs/sources/duvenaud.md#linear-nll): that convention is what the published linear NLLs use.
+pumadyn-8nh and servo are not packaged offline: no numbers. HKL is not reimplemented. Structure search (the ch. 3
+search, SE and RQ on every input, BIC; the thesis: depth 10): {searched}.
 
 Ours, Table 6.4 (MSE):
 
@@ -440,13 +491,16 @@ if __name__ == "__main__":
     parser.add_argument("--restarts", type=int, default=FULL["restarts"])
     parser.add_argument("--steps", type=int, default=FULL["steps"])
     parser.add_argument("--optimizer", choices=OPTIMIZERS, default=FULL["optimizer"], help="ml2's optimizer")
+    parser.add_argument("--methods", choices=METHOD_GROUPS, nargs="+", default=[*METHODS, "least_squares"])
+    parser.add_argument("--search-depth", type=int, default=FULL["search_depth"], help="structure search's depth")
     parser.add_argument("--aggregate", action="store_true", help="write the tables from the splits so far")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     if args.dataset:
         chunk = {**FULL, "restarts": args.restarts, "steps": args.steps, "optimizer": args.optimizer}
-        first = run_splits(args.dataset, args.splits, chunk, args.out)
-        if args.dataset == "concrete" and 0 in args.splits:
+        chunk["search_depth"] = args.search_depth
+        first = run_splits(args.dataset, args.splits, chunk, args.out, args.methods)
+        if args.dataset == "concrete" and 0 in args.splits and "additive" in args.methods:
             write_csv(args.out / "effects.csv", first_order_plot(args.out, "concrete", *first))
     if args.aggregate:
         aggregate(args.out)

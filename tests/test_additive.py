@@ -263,3 +263,34 @@ def test_least_squares_baseline_and_the_companion_codes_nll():
     _, nll = scores(prediction, np.full(10, s2), y[30:])
     np.testing.assert_allclose(nll, -np.mean(stats.norm.logpdf(y[30:], prediction, np.sqrt(s2))), rtol=1e-12)
     np.testing.assert_allclose(companion_nll(prediction, s2, y[30:]), nll + 0.5 * np.log(2 * np.pi * s2), rtol=1e-12)
+
+
+def test_table_rows_of_the_structure_search():
+    """The search's predictions, made in its standardised units, equal those of its best model in the data's units
+    (SearchResult.kernel / noise / mean, one input column); its table row is bolded with the ML-II rows only when it
+    ran on their splits (a paired test needs the same splits)."""
+    from inference.structure_search import search
+    from paper_figures.duvenaud_additive_tables import fit_search, summarise
+
+    rng = np.random.default_rng(12)
+    X = np.sort(rng.uniform(0.0, 10.0, (30, 1)), axis=0)  # one column: a series, increasing
+    y = 3.0 + 2.0 * np.sin(X[:, 0]) + 0.1 * rng.normal(size=30)
+    settings = {"search_depth": 1, "restarts": 1, "steps": 30}
+    predict, expression = fit_search(X, y, settings, seed=0)
+    result = search(X, y, depth=1, base=("SE", "RQ"), restarts=1, num_steps=30, seed=0)
+    assert expression == result.best.expression
+    X_new = np.linspace(-1.0, 11.0, 7)[:, None]
+    post = gp.predict(result.kernel, jnp.asarray(X), jnp.asarray(y - result.mean), result.noise, X_new, False)
+    mean, var = predict(X_new)
+    np.testing.assert_allclose(mean, result.mean + post.mean, rtol=1e-8)
+    np.testing.assert_allclose(var, post.cov + result.noise, rtol=1e-8)
+
+    def rows(method, splits, shift):
+        wiggle = 0.02 * (-1.0) ** np.arange(4) * (method == "structure_search")  # paired differences of sd 0.02
+        return [{"dataset": "bach", "split": s, "method": method, "mse": shift + wiggle[s], "nll": 0.0} for s in splits]
+
+    fitted = [r for m in ("linear", "gp_1st", "se_ard", "additive") for r in rows(m, range(4), 0.5)]
+    paired = {(s["method"], s["bold"]) for s in summarise(fitted + rows("structure_search", range(4), 0.0))}
+    assert ("structure_search", True) in paired and ("additive", False) in paired
+    unpaired = {(s["method"], s["bold"]) for s in summarise(fitted + rows("structure_search", range(2), 0.0))}
+    assert ("structure_search", False) in unpaired and ("additive", True) in unpaired
