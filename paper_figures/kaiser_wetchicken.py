@@ -270,11 +270,14 @@ def main(quick: bool, out: Path, sizes: tuple[int, ...] | None = None, aggregate
     table = comparison(rows)
     checks = [drop_mode_check(result, n, seed, s) for (n, seed, unit), result in results.items() if unit == 2]
     write_csv(out / "drop_mode.csv", checks)
+    usage = mode_usage({key: r for key, r in results.items() if isinstance(key[2], int) and key[2] >= 2})
+    write_csv(out / "mode_usage.csv", usage)
     preamble = (
         __doc__ + f"\nThis run: N in {s['sizes']}, {s['runs']} run(s), K in {s['modes']}, M = {s['m']},"
         f" {s['fit_steps']} model steps, {s['policy_steps']} policy steps; summed wall time {wall:.0f} s."
         f" Random policy: return {anchor['return']:.3f}, long-run return {anchor['return_long']:.3f}."
         + ("\n\nDid each K = 2 fit find the drop mode (drop_mode.csv)?\n\n" + markdown_table(checks) if checks else "")
+        + ("\n\nHow many modes do the fits use (mode_usage.csv)?\n\n" + markdown_table(usage) if usage else "")
     )
     print(write_comparison(out, table, preamble))
     figure_runs = [key for key in results if key[0] == s["figure_n"] and key[2] == 2]
@@ -311,6 +314,22 @@ def comparison(rows: list[dict]) -> list[dict]:
 def drop_mode(c: transition.Components) -> int:
     """The mode whose flow is nearest the constant (0, 0) (the reset state) over the states of ``c``."""
     return int(jnp.argmin(jnp.abs(c.f_mean).mean((0, 2))))
+
+
+def mode_usage(results: dict) -> list[dict]:
+    """Per (N, K) over the runs: how many of a K-mode fit's modes its data use. A fit's mode masses are its fitted
+    per-point beliefs q(a_n) (softmax of the assignment logits) averaged over the training points, sorted; a mode
+    counts as used above 5 % of the mass. results: {(N, run, K): unit result}."""
+    masses = {}
+    for (n, _, k), result in results.items():
+        belief = np.asarray(jax.nn.softmax(jnp.asarray(result["fit"]["assignment_logits"]), -1)).mean(0)
+        masses.setdefault((n, k), []).append(np.sort(belief)[::-1])
+    rows = []
+    for (n, k), runs in sorted(masses.items()):
+        used = [int((m > 0.05).sum()) for m in runs]
+        rows.append({"N": n, "K": k, "runs": len(runs), "modes used (> 5 %), min-max": f"{min(used)}-{max(used)}",
+                     "mean mass per mode, sorted": " / ".join(f"{m:.2f}" for m in np.mean(runs, 0))})  # fmt: skip
+    return rows
 
 
 def drop_mode_check(result: dict, n: int, seed: int, s: dict) -> dict:
