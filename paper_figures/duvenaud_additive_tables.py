@@ -310,8 +310,8 @@ def summarise(rows: list[dict]) -> list[dict]:
     for name in DATASETS:
         for metric in ("mse", "nll"):
             mine = sorted((r for r in rows if r["dataset"] == name), key=lambda r: r["split"])
-            per_split = {m: np.array([r[metric] for r in mine if r["method"] == m]) for m in (*METHODS, *SEARCH)}
-            per_split |= {m: np.array([r[metric] for r in mine if r["method"] == m]) for m in LEAST_SQUARES}
+            methods = (*METHODS, *SEARCH, *LEAST_SQUARES)
+            per_split = {m: np.array([r[metric] for r in mine if r["method"] == m]) for m in methods}
             per_split = {m: v for m, v in per_split.items() if v.size}
             if not per_split:
                 continue
@@ -377,14 +377,13 @@ def comparison(summary: list[dict], shares: dict) -> list[dict]:
             if table == "6.5" and thesis_row == "HKL":
                 continue
             for name in (*DATASETS, *UNAVAILABLE):
-                note = "not reimplemented"
                 rows.append(
                     {
                         "table": table,
                         "method": thesis_row,
                         "dataset": name,
                         "published": _published(published.get((table, thesis_row, name))),
-                        "ours": note,
+                        "ours": "not reimplemented",
                         "ours_se": "",
                     }
                 )
@@ -442,17 +441,12 @@ def preamble(rows, summary, shares, quick: bool) -> str:
     steps = "/".join(str(v) for v in sorted({r["steps"] for r in rows}))
     optimizers = "/".join(sorted({str(r.get("optimizer") or "lbfgs") for r in rows if r["method"] not in SEARCH}))
     dominant = {n: int(np.argmax(v)) + 1 for n, v in shares.items()}
-    searches = [r for r in rows if r["method"] == "structure_search"]
-    searched = (
-        "; ".join(
-            f"{n}: {len([r for r in searches if r['dataset'] == n])} split(s) to depth "
-            + "/".join(str(d) for d in sorted({r["search_depth"] for r in searches if r["dataset"] == n}))
-            for n in DATASETS
-            if any(r["dataset"] == n for r in searches)
-        )
-        if searches
-        else "not run"
-    )
+    searched = []
+    for name in DATASETS:
+        runs = [r for r in rows if r["dataset"] == name and r["method"] in SEARCH]
+        if runs:
+            depths = "/".join(str(d) for d in sorted({r["search_depth"] for r in runs}))
+            searched.append(f"{name}: {len(runs)} split(s) to depth {depths}")
     subsample = f"a seeded subsample of {QUICK['rows']} rows per set" if quick else "whole sets"
     return f"""# Duvenaud 2014 Tables 6.1, 6.4, 6.5: additive GPs
 
@@ -466,7 +460,7 @@ row is our Bayesian linear regression (ML-II); the least-squares rows are the th
 fits it, its NLL once with the Gaussian density and once with the companion code's density, whose log normaliser is
 counted twice (docs/sources/duvenaud.md#linear-nll): that convention is what the published linear NLLs use.
 pumadyn-8nh and servo are not packaged offline: no numbers. HKL is not reimplemented. Structure search (the ch. 3
-search, SE and RQ on every input, BIC; the thesis: depth 10): {searched}.
+search, SE and RQ on every input, BIC; the thesis: depth 10): {"; ".join(searched) or "not run"}.
 
 Ours, Table 6.4 (MSE):
 
