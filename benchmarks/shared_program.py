@@ -40,7 +40,7 @@ SIZES = (129, 200, 300)
 def milliseconds_per_call(spec, data: dict, reps: int) -> float:
     """Mean wall time of one value-and-gradient call at the unconstrained origin, after a first (compiling) call."""
     dataset = spec.validate(data)
-    layout = tuple((name, tuple(site["shape"])) for name, site in latent_sites(spec, dataset).items())
+    layout = tuple((name, site.shape) for name, site in latent_sites(spec, dataset).items())
     z = jnp.zeros(sum(int(np.prod(shape)) for _, shape in layout))
     program = host_program(spec, "ml", layout)
     observed = {k: jnp.asarray(v) for k, v in dataset.observed.items()}

@@ -164,14 +164,14 @@ def _starts(spec, sites: dict, init: dict, key, num_chains: int, radius: float) 
         )
     starts = {}
     for name, site in sites.items():
-        shape, transform = site["shape"], biject_to(site["fn"].support)
+        shape, transform = site.shape, biject_to(site.support)
         given = init.get(name, spec.default_params.get(name))
         if given is not None:
             try:
                 value = jnp.broadcast_to(jnp.asarray(given, float), shape)
             except ValueError:
                 raise OptionError(f"ml2: init[{name!r}] has shape {jnp.shape(given)}; the site has {shape}.") from None
-            if not bool(jnp.all(site["fn"].support(value))):
+            if not bool(jnp.all(site.support(value))):
                 raise OptionError(f"ml2: init[{name!r}] = {given!r} is outside the site's support.")
             z = transform.inv(value)
         else:

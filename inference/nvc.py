@@ -29,6 +29,7 @@ from inference import optimise
 from inference import options as opt
 from inference.api import EngineOutput, register_engine
 from inference.program import observed_args
+from zoo import sites
 from zoo.errors import OptionError
 from zoo.options import Option
 
@@ -108,16 +109,7 @@ def nvc_runner(spec, num_layers: int, num_steps: int, num_samples: int, lr: floa
 def param_shapes(spec, num_layers: int, observed: dict) -> dict[str, tuple[int, ...]]:
     """Shapes of the param sites of the program and its PointGuide (traced abstractly: nothing runs or compiles)."""
     model = partial(spec.program, num_layers=num_layers)
-    guide, shapes = PointGuide(model), {}
-
-    def collect(obs):
-        for program in (guide, model):
-            tr = handlers.trace(handlers.seed(program, 0)).get_trace(**obs)
-            shapes.update({name: tuple(site["value"].shape) for name, site in tr.items() if site["type"] == "param"})
-        return 0
-
-    jax.eval_shape(collect, observed)
-    return shapes
+    return sites.param_shapes((PointGuide(model), model), **observed)
 
 
 def starting_values(spec, num_layers: int, observed: dict, init_params) -> dict:

@@ -9,6 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 from numpyro import handlers
 
+from zoo import sites
 from zoo.errors import OptionError, unknown_name
 from zoo.registry import Dataset, ModelSpec
 
@@ -28,15 +29,9 @@ def conditioned_program(spec: ModelSpec):
     return model
 
 
-def latent_sites(spec: ModelSpec, dataset: Dataset) -> dict[str, dict[str, Any]]:
-    """The sample sites the program does not observe, with their shapes and distributions (one trace)."""
-    with handlers.seed(rng_seed=0):
-        trace = handlers.trace(spec.program).get_trace(**_as_jax(dataset.observed))
-    return {
-        name: {"shape": jnp.shape(site["value"]), "fn": site["fn"]}
-        for name, site in trace.items()
-        if site["type"] == "sample" and not site["is_observed"]
-    }
+def latent_sites(spec: ModelSpec, dataset: Dataset) -> dict[str, sites.Site]:
+    """The sample sites the program does not observe: shapes and supports (one abstract trace, ``zoo.sites``)."""
+    return sites.latent(sites.sample_sites(spec.program, **_as_jax(dataset.observed)))
 
 
 def resolve_params(spec: ModelSpec, dataset: Dataset, params: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -46,19 +41,19 @@ def resolve_params(spec: ModelSpec, dataset: Dataset, params: Mapping[str, Any] 
     wrong shapes or values outside a site's support.
     """
     params = dict(spec.default_params if params is None else params)
-    if not params:  # nothing to check: skip the trace, which runs the program op by op (seconds for large models)
+    if not params:
         return {}
-    sites = latent_sites(spec, dataset)
+    latent = latent_sites(spec, dataset)
     resolved = {}
     for name, value in params.items():
-        if name not in sites:
-            raise OptionError(_unknown_parameter(spec, name, sites))
-        shape = sites[name]["shape"]
+        if name not in latent:
+            raise OptionError(_unknown_parameter(spec, name, latent))
+        shape = latent[name].shape
         try:
             array = jnp.broadcast_to(jnp.asarray(value, dtype=float), shape)
         except ValueError:
             raise OptionError(f"params[{name!r}] has shape {np.shape(value)}; the site has shape {shape}.") from None
-        support = sites[name]["fn"].support
+        support = latent[name].support
         if not bool(jnp.all(support(array))) or not bool(jnp.all(jnp.isfinite(array))):
             raise OptionError(f"params[{name!r}] = {value!r} is outside the support of the site ({support}).")
         resolved[name] = array

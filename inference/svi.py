@@ -35,6 +35,7 @@ from inference.api import EngineOutput, register_engine
 from inference.chains import vmapped_chains
 from inference.elbo import OrderedTraceELBO
 from inference.program import conditioned_program, observed_args
+from zoo import sites
 from zoo.errors import IncompatibleEngineError, OptionError
 from zoo.options import Option
 
@@ -91,14 +92,9 @@ def latent_and_deterministic(model, params, observed) -> list[str]:
 
 
 def param_shapes(spec, kind: str, params, observed) -> dict[str, tuple[int, ...]]:
-    """Shapes of the param sites of the model and guide (one trace of each, nothing compiled)."""
+    """Shapes of the param sites of the model and guide (traced abstractly: nothing runs or compiles)."""
     model = conditioned_program(spec)
-    guide = make_guide(spec, model, kind)
-    shapes = {}
-    for program in (guide, model):
-        trace = handlers.trace(handlers.seed(program, 0)).get_trace(params, **observed)
-        shapes |= {name: jnp.shape(site["value"]) for name, site in trace.items() if site["type"] == "param"}
-    return shapes
+    return sites.param_shapes((make_guide(spec, model, kind), model), params, **observed)
 
 
 @cache
@@ -212,7 +208,7 @@ def svi(spec, dataset, key, timer, **options) -> EngineOutput:
     observed, params = observed_args(dataset), options["params"]
     fits = chains * restarts
     init = options["init_params"]
-    if init:  # checked against the param sites: one trace of model and guide, op by op, so only when given
+    if init:
         init = starting_values(init, param_shapes(spec, kind, params, observed), fits)
     run_fits = fit_runner(
         spec,

@@ -22,8 +22,8 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-from numpyro import handlers
 
+from zoo import sites
 from zoo.errors import DataError, ZooError
 from zoo.registry import Dataset, ModelSpec, frozen
 
@@ -135,7 +135,7 @@ def _build(program, name: str, extras: ProgramExtras, arrays: Mapping[str, np.nd
     latent = _latent_sites(program, name, arrays)
     if not latent:
         raise ZooError(f"{name}: the program has no latent sample site given this data; there is nothing to infer.")
-    discrete = sorted(n for n, site in latent.items() if site["fn"].support.is_discrete)
+    discrete = sorted(n for n, site in latent.items() if site.support.is_discrete)
     capabilities = set(extras.capabilities)
     notes = ""
     if discrete:
@@ -160,15 +160,13 @@ def _build(program, name: str, extras: ProgramExtras, arrays: Mapping[str, np.nd
     )
 
 
-def _latent_sites(program, name: str, arrays: Mapping[str, np.ndarray]) -> dict[str, dict]:
-    """One trace of the program on the data: its unobserved sample sites. A program that fails here would fail in
+def _latent_sites(program, name: str, arrays: Mapping[str, np.ndarray]) -> dict[str, sites.Site]:
+    """The program's unobserved sample sites on the data (``zoo.sites``). A program that fails here would fail in
     every engine, so its error is raised now, named."""
     try:
-        with handlers.seed(rng_seed=0):
-            trace = handlers.trace(program).get_trace(**{k: jnp.asarray(v) for k, v in arrays.items()})
+        return sites.latent(sites.sample_sites(program, **{k: jnp.asarray(v) for k, v in arrays.items()}))
     except TypeError as exc:  # data names that are not the program's arguments
         raise DataError(f"{name}: the program does not take this data ({exc}).") from None
-    return {n: s for n, s in trace.items() if s["type"] == "sample" and not s["is_observed"]}
 
 
 def _no_simulate(name: str) -> Callable[..., Dataset]:
