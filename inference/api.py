@@ -19,6 +19,7 @@ import jax
 import numpy as np
 
 import zoo
+from inference.cache import MAX_PROGRAMS
 from inference.program import resolve_params
 from zoo.errors import IncompatibleEngineError, OptionError, unknown_name
 from zoo.options import Option
@@ -115,7 +116,7 @@ class Timer:
     """
 
     _compiled: "OrderedDict[tuple, Any]" = OrderedDict()
-    _max_cached = 64
+    _max_cached = MAX_PROGRAMS  # each holds an executable's memory mappings (inference.cache)
 
     def __init__(self) -> None:
         self.compile_s = 0.0

@@ -30,9 +30,10 @@ API:
 Not used by numpyro-nuts: NumPyro's kernel batches the chains itself (it vmaps its own init and sample functions),
 which is what that peer reference is there to run.
 
-Caching: the jitted program is made once per ``VmappedChains``, so build it inside a ``functools.cache``-d
-factory keyed on everything static (sizes, options, the hashable model view): the same program object then comes
-back on every call and ``Timer`` finds its executable. Build it afresh per call and every call compiles again.
+Caching: the jitted program is made once per ``VmappedChains``, so build it inside a factory decorated with
+``inference.cache.program_cache`` (a bounded LRU cache) keyed on everything static (sizes, options, the hashable
+model view): the same program object then comes back on every call and ``Timer`` finds its executable. Build it
+afresh per call and every call compiles again.
 """
 
 from collections.abc import Callable

@@ -4,17 +4,16 @@ Draws are independent samples from the model's ``conjugate`` view, mapped to the
 log evidence log p(y | params) is exact.
 """
 
-from functools import cache
-
 import jax
 import jax.numpy as jnp
 
 from inference import options as opt
 from inference.api import EngineOutput, register_engine
+from inference.cache import program_cache
 from inference.program import observed_args
 
 
-@cache
+@program_cache
 def conjugate_sampler(view, num_chains: int, num_samples: int):
     def sample(key, params, observed):
         posterior = view(params, **observed)

@@ -24,8 +24,6 @@ draw (E.15, the model's estimator); sample_stats ``acceptance_rate``, ``divergin
 occupied at some point of the sweep: the truncation bit, so it is recorded, never silent).
 """
 
-from functools import cache
-
 import blackjax
 import jax
 import jax.numpy as jnp
@@ -34,6 +32,7 @@ from jax.scipy.special import gammaln
 
 from inference import options as opt
 from inference.api import EngineOutput, register_engine
+from inference.cache import program_cache
 from inference.chains import vmapped_chains
 from zoo.errors import DataError
 from zoo.options import Option
@@ -165,7 +164,7 @@ def symmetry_moves(key, position, labels, Y, view, num_moves: int):
     return position, jnp.mean(accepted)
 
 
-@cache
+@program_cache
 def iwmm_runner(
     view,
     num_warmup: int,

@@ -9,7 +9,6 @@ Posterior draws come from the joint smoothing distribution by backward sampling 
 sampling), so they are exact draws of p(x_{1:T} | y_{1:T}).
 """
 
-from functools import cache
 from typing import Any, NamedTuple
 
 import jax
@@ -18,6 +17,7 @@ from jax.scipy.linalg import cho_solve
 
 from inference import options as opt
 from inference.api import EngineOutput, register_engine
+from inference.cache import program_cache
 from inference.program import observed_args
 from zoo import ssm
 
@@ -154,7 +154,7 @@ def kalman_smoother(lg: ssm.LinearGaussianSSM, y: Array, mask: Array, u: Array) 
     return forward, rts_smoother(forward)
 
 
-@cache
+@program_cache
 def kalman_runner(view: ssm.StateSpaceView, num_chains: int, num_samples: int):
     """Jitted ``(key, params, observed) -> (draws (C, S, K, T, D), mean (K, T, D), cov (K, T, D, D), log_lik)``."""
 

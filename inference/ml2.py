@@ -20,8 +20,6 @@ log p(y | theta), i.e. the ML-II log evidence at theta for a collapsed model), `
 posterior = the optimum as one draw per chain, so every diagnostic reads it; traces = the objective per step.
 """
 
-from functools import cache
-
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -32,6 +30,7 @@ from numpyro.distributions.transforms import biject_to
 from inference import optimise
 from inference import options as opt
 from inference.api import EngineOutput, register_engine
+from inference.cache import program_cache
 from inference.chains import vmapped_chains
 from inference.program import conditioned_program, latent_sites, observed_args
 from zoo.errors import OptionError
@@ -65,7 +64,7 @@ def supports(model, params, observed) -> dict:
     return {name: s["fn"].support for name, s in trace.items() if s["type"] == "sample" and not s["is_observed"]}
 
 
-@cache
+@program_cache
 def ml2_runner(spec, objective: str, optimizer: str, num_steps: int, lr: float, tol: float):
     """Every chain's ``(z0, params, observed) -> (values, trace, iterations, log-likelihood, log prior)``: z0 (chain,
     ...) holds the free sites unconstrained; values are the optimum's constrained values."""
@@ -91,7 +90,7 @@ def ml2_runner(spec, objective: str, optimizer: str, num_steps: int, lr: float, 
     return vmapped_chains(one_chain)
 
 
-@cache
+@program_cache
 def host_program(spec, objective: str, layout: tuple):
     """``jit((z, params, observed) -> ((loss, (values, log-likelihood, log prior)), grad))`` for one chain: z (k,)
     (and grad) the free sites unconstrained, flattened in the order of ``layout`` ((name, shape), ...); values

@@ -21,7 +21,6 @@ parameters (``spec.views["gp_ssm"]``). Every engine returns the smoothed margina
 and ``log_evidence`` = the ADF approximate log-likelihood (approximate: marked so in ``attrs["options"]``).
 """
 
-from functools import cache
 from typing import Any
 
 import jax
@@ -35,6 +34,7 @@ from numpyro.distributions import biject_to
 from inference import ar1
 from inference import options as opt
 from inference.api import EngineOutput, register_engine
+from inference.cache import program_cache
 from inference.kalman import ForwardPass, Smoothed, backward_sample, forward_pass_from_scan, masked_update, rts_smoother
 from inference.program import observed_args
 from zoo import moments, ssm
@@ -207,7 +207,7 @@ def _outputs(key, forward, smoothed_mean, smoothed_cov, num_samples):
 # ----------------------------------------------------------------------------------------------------------------
 
 
-@cache
+@program_cache
 def ads_runner(gp_view, form: str, num_samples: int):
     def run(key, params, observed):
         forward, smoothed = smooth_all(gp_view, params, observed, form)
@@ -282,7 +282,7 @@ def minimise(objective, init: Array, optimizer: str, num_steps: int, learning_ra
     return jnp.where(jnp.isfinite(objective(p)), p, good), trace
 
 
-@cache
+@program_cache
 def direct_runner(gp_view, names: tuple[str, ...], optimizer: str, num_steps: int, lr: float, num_samples: int):
     def run(key, init, fixed, observed):
         transforms = _transforms(gp_view, observed, names)
@@ -401,7 +401,7 @@ def ads_e_step(gp_view, key, params, observed):
     return forward, smoothed, jnp.sum(forward.log_lik)
 
 
-@cache
+@program_cache
 def em_runner(gp_view, names: tuple[str, ...], num_em: int, m_steps: int, num_samples: int, e_step=ads_e_step):
     """Jitted analytic EM: ``names`` are the sites the inner L-BFGS fits (everything but obs_var, pseudo_targets);
     ``e_step(gp_view, key, params, observed) -> (forward, smoothed, log_lik)`` (default: ADS)."""

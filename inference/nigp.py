@@ -17,7 +17,6 @@ posterior = the same sites as a single draw (chain 1, draw 1); traces = ``object
 points, after each L-BFGS-B iteration) and ``pass`` (its pass index), passes concatenated.
 """
 
-from functools import cache
 from typing import Any
 
 import jax
@@ -27,6 +26,7 @@ import scipy.optimize
 
 from inference import options as opt
 from inference.api import EngineOutput, register_engine
+from inference.cache import program_cache
 from inference.program import observed_args, resolve_params
 from zoo.errors import OptionError, ZooError
 from zoo.options import Option
@@ -38,7 +38,7 @@ MAX_RELATIVE_LENGTHSCALE = 1e4
 GRADIENT_TOLERANCE = 1e-7
 
 
-@cache
+@program_cache
 def objective(view, mode: str, shapes: tuple[tuple[str, tuple[int, ...]], ...]):
     """Jitted ``(flat, fixed, X, y, slope_extra) -> (loss, gradient)``: the per-point negative log likelihood of
     eq. 2.78 and its gradient w.r.t. the flat log values of the learned sites (in the order of ``shapes``); ``fixed``

@@ -6,18 +6,17 @@ Stan-style window adaptation, all inside ``kernel.sample``) with the same harnes
 chains vmapped, warmup and sampling in one ``lax.scan`` each, one cached ``jit`` timed by ``Timer``.
 """
 
-from functools import cache
-
 import jax
 import jax.numpy as jnp
 from numpyro.infer import NUTS
 
 from inference import options as opt
 from inference.api import EngineOutput, register_engine
+from inference.cache import program_cache
 from inference.program import conditioned_program, observed_args
 
 
-@cache
+@program_cache
 def nuts_chains(model, num_warmup: int, num_samples: int, target_accept: float, num_chains: int):
     """Jitted ``(keys, params, observed) -> (draws, stats, warmup_steps)`` running every chain."""
     kernel = NUTS(model, target_accept_prob=target_accept)

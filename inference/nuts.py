@@ -15,7 +15,6 @@ lockstep costs about twice the gradients' time; on a GPU, where the batched grad
 better choice.
 """
 
-from functools import cache
 from typing import Any
 
 import blackjax
@@ -28,6 +27,7 @@ from numpyro.infer.util import constrain_fn, initialize_model, potential_energy
 
 from inference import options as opt
 from inference.api import EngineOutput, register_engine
+from inference.cache import program_cache
 from inference.chains import vmapped_chains
 from inference.program import conditioned_program, observed_args
 from zoo.options import Option
@@ -67,7 +67,7 @@ def initial_positions(
     return z
 
 
-@cache
+@program_cache
 def _initial_search(model, radius: float):
     """Jitted ``(keys (C,), params, observed) -> (z, valid (C,))``: NumPyro's start search, as NumPyro judges it
     (a finite potential and gradient)."""
@@ -107,7 +107,7 @@ def stan_adaptation(dense_mass: bool, target_accept: float):
     return _make_engine(core, target_acceptance_rate=target_accept)
 
 
-@cache
+@program_cache
 def sampler(model, algorithm: str, num_warmup: int, num_samples: int, static: tuple):
     """Chains ``((keys (C,), z0 (C, ...)), params, observed) -> (constrained draws (C, S, ...), stats (C, S),
     warmup_steps (C,))`` (``inference.chains``): each chain starts from its own key and unconstrained point.

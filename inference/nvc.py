@@ -15,7 +15,7 @@ of f at the test inputs (``dataset.test``'s, else the training inputs) as ``f_me
 objective per step.
 """
 
-from functools import cache, partial
+from functools import partial
 
 import jax
 import jax.numpy as jnp
@@ -28,6 +28,7 @@ from numpyro.infer.initialization import init_to_median
 from inference import optimise
 from inference import options as opt
 from inference.api import EngineOutput, register_engine
+from inference.cache import program_cache
 from inference.program import observed_args
 from zoo import sites
 from zoo.errors import OptionError
@@ -83,7 +84,7 @@ class PointGuide:
         return {name: params[f"{name}_auto_loc"] for name in self.sites}
 
 
-@cache
+@program_cache
 def nvc_runner(spec, num_layers: int, num_steps: int, num_samples: int, lr: float, final: float, propagation: str):
     """Jitted ``(key, observed, X_new, init) -> (values, objective trace, bound, mean, var, draws)``; ``init``:
     starting values of param sites by name (constrained), {} for the program's and the guide's own."""

@@ -37,7 +37,6 @@ M-step, maximising Q_j:
 not given); ``fixed``: names of sites held at their starting value. Compiled once per (view, sizes, names).
 """
 
-from functools import cache
 from typing import Any
 
 import jax
@@ -49,6 +48,7 @@ from numpyro.distributions import biject_to
 from inference import ar1
 from inference import options as opt
 from inference.api import EngineOutput, register_engine
+from inference.cache import program_cache
 from inference.chains import vmapped_chains
 from inference.pgas import check_fully_adapted, conditional_smc_sweep, initial_reference
 from inference.program import observed_args
@@ -278,7 +278,7 @@ def slot_weights(previous: Array, slot: Array, gamma: Array) -> Array:
     return (previous * (1.0 - gamma)).at[slot].set(gamma)
 
 
-@cache
+@program_cache
 def particle_em_runner(view, kind, learned, num_particles, num_samples, num_steps, num_slots, m_steps, lr, gp_prior):
     """Chains ``(keys (C,), start params, observed, gammas (num_steps,)) -> (params (C, ...), draws (C, S, K, T, D),
     q trace (C, num_steps))`` (``inference.chains``): C independent EM runs. ``num_slots`` = 1 (PGAS-EM) or

@@ -41,7 +41,6 @@ vector-Jacobian product (exact by linearity), so the per-particle work never dif
 """
 
 from collections.abc import Callable
-from functools import cache
 from typing import Any, NamedTuple
 
 import jax
@@ -58,6 +57,7 @@ from numpyro.distributions import biject_to
 
 from inference import options as opt
 from inference.api import EngineOutput, register_engine
+from inference.cache import program_cache
 from inference.chains import vmapped_chains
 from inference.program import observed_args
 from zoo import ssm
@@ -561,7 +561,7 @@ def _check_filter_options(view, options):
         raise OptionError("this model has no fully adapted pieces (predictive/proposal); use filter='bootstrap'")
 
 
-@cache
+@program_cache
 def filter_runner(view, num_particles, num_samples, method, resampler):
     """Chains ``(keys (C,), params, observed) -> (paths (C, S, K, T, D), log_lik (C, K), filter_mean (C, K, T, D),
     filter_var (C, K, T, D))`` (``inference.chains``): C independent runs over the K trajectories."""
@@ -613,7 +613,7 @@ def pf(spec, dataset, key, timer, **options) -> EngineOutput:
     )
 
 
-@cache
+@program_cache
 def ml_runner(view, num_particles, num_steps, method, resampler, learning_rate, score_method):
     """Chains ``(keys (C,), params, observed) -> (averaged params (C, ...), PF log-likelihoods (C, num_steps),
     score norms (C, num_steps))`` (``inference.chains``), compiled once per configuration (the parameter transforms

@@ -18,8 +18,6 @@ Steps past a trajectory's end have no observation: resampling weights W, proposa
 vmapped over trajectories and chains and scanned over iterations, in one jit per (view, sizes).
 """
 
-from functools import cache
-
 import jax
 import jax.numpy as jnp
 from blackjax.smc import resampling
@@ -27,6 +25,7 @@ from blackjax.smc import resampling
 from inference import options as opt
 from inference import pgas_marginal
 from inference.api import EngineOutput, Timer, register_engine
+from inference.cache import program_cache
 from inference.chains import vmapped_chains
 from inference.pf import (
     adapted_draw,
@@ -134,7 +133,7 @@ def pgas_chain(
     return draws[num_warmup:]
 
 
-@cache
+@program_cache
 def pgas_runner(
     view, num_particles: int, num_warmup: int, num_samples: int, initial=initial_reference, sweep=conditional_smc_sweep
 ):

@@ -34,7 +34,6 @@ parameter names); params and data are arguments.
 """
 
 from collections.abc import Callable
-from functools import cache
 from typing import NamedTuple
 
 import jax
@@ -44,6 +43,7 @@ from numpyro.infer.util import log_density
 from inference import options as opt
 from inference import pgas_marginal
 from inference.api import EngineOutput, register_engine
+from inference.cache import program_cache
 from inference.chains import vmapped_chains
 from inference.pf import constrain, site_transforms, unconstrain
 from inference.pgas import check_fully_adapted, conditional_smc_sweep, initial_reference
@@ -170,7 +170,7 @@ def pmcmc_chain(
     return draws, refs[num_warmup:], accs[num_warmup:]
 
 
-@cache
+@program_cache
 def pmcmc_runner(
     view, num_particles: int, num_warmup: int, num_samples: int, num_steps: int, kernel: TrajectoryKernel = MARKOV
 ):

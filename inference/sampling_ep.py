@@ -49,7 +49,6 @@ moments (``kalman.backward_sample``). ``log_evidence`` is the GP-ADF approximate
 not computed).
 """
 
-from functools import cache
 from typing import Any, NamedTuple
 
 import jax
@@ -58,6 +57,7 @@ from jax.scipy.linalg import cho_solve, solve_triangular
 
 from inference import options as opt
 from inference.api import EngineOutput, register_engine
+from inference.cache import program_cache
 from inference.kalman import ForwardPass, Smoothed, smoothing_gains
 from inference.moment_matching import (
     _learned_and_fixed,
@@ -367,7 +367,7 @@ def ep_all(gp_view, params, observed, key, variant, num_samples, num_iters, damp
     return jax.vmap(one)(jax.random.split(key, y.shape[0]), y, mask, u)
 
 
-@cache
+@program_cache
 def ep_e_step(variant: str, num_samples: int, num_iters: int, damping: float, ess_frac: float):
     """The E-step for ``moment_matching.em_runner``: (gp_view, key, params, observed) -> (ForwardPass for draws,
     Smoothed with a leading K axis, ADF log-likelihood). Cached so equal settings give the same function (and
@@ -385,7 +385,7 @@ def ep_e_step(variant: str, num_samples: int, num_iters: int, damping: float, es
     return e_step
 
 
-@cache
+@program_cache
 def ep_runner(gp_view, num_samples: int, num_iters: int, num_draws: int):
     """Jitted is-ep; ``use_is`` is traced so MC-EP and IS-EP share one compiled program."""
 

@@ -26,7 +26,6 @@ particles are weighted; they are resampled once more (systematic) into an equall
 Independent runs are vmapped: run = chain, particle = draw.
 """
 
-from functools import cache
 from typing import Any
 
 import blackjax
@@ -40,6 +39,7 @@ from numpyro.infer.util import constrain_fn, log_likelihood, potential_energy, u
 
 from inference import options as opt
 from inference.api import EngineOutput, register_engine
+from inference.cache import program_cache
 from inference.chains import vmapped_chains
 from inference.program import conditioned_program, observed_args
 from zoo.errors import OptionError
@@ -110,7 +110,7 @@ def mutation_kernel(mutation: str, num_integration_steps: int):
     return random_walk_step, blackjax.mcmc.random_walk.init
 
 
-@cache
+@program_cache
 def tempered_smc(model, num_particles: int, max_steps: int, static: tuple):
     """Chains ``(keys (R,), params, observed) -> (posterior, log_Z (R,), traces)`` (``inference.chains``): R
     independent runs.

@@ -19,8 +19,6 @@ Output: posterior draws (chain, draw, ...); point_estimates: the guide's median 
 the model and guide (``model``/named guides), plus ``final_elbo``; traces: ``elbo`` per step of the kept fits.
 """
 
-from functools import cache
-
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -32,6 +30,7 @@ from numpyro.infer.autoguide import AutoDelta, AutoMultivariateNormal, AutoNorma
 from inference import optimise
 from inference import options as opt
 from inference.api import EngineOutput, register_engine
+from inference.cache import program_cache
 from inference.chains import vmapped_chains
 from inference.elbo import OrderedTraceELBO
 from inference.program import conditioned_program, observed_args
@@ -97,7 +96,7 @@ def param_shapes(spec, kind: str, params, observed) -> dict[str, tuple[int, ...]
     return sites.param_shapes((make_guide(spec, model, kind), model), params, **observed)
 
 
-@cache
+@program_cache
 def fit_runner(spec, kind: str, num_steps: int, num_particles: int, lr: float, final: float):
     """Every fit's ``((key, init), params, observed) -> (guide params, losses)`` (leading axis: fits)."""
     model = conditioned_program(spec)
@@ -114,7 +113,7 @@ def fit_runner(spec, kind: str, num_steps: int, num_particles: int, lr: float, f
     return vmapped_chains(one_fit)
 
 
-@cache
+@program_cache
 def score_runner(spec, kind: str, num_particles: int):
     """Every fit's ``(guide params, key, params, observed) -> ELBO``, one shared key (common random numbers across
     fits)."""
@@ -128,7 +127,7 @@ def score_runner(spec, kind: str, num_particles: int):
     return vmapped_chains(one_score)
 
 
-@cache
+@program_cache
 def draw_runner(spec, kind: str, num_samples: int):
     """The kept fits' ``((key, guide params), params, observed) -> (draws, point)`` (leading axis: chains)."""
     model = conditioned_program(spec)

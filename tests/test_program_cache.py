@@ -1,0 +1,41 @@
+"""Engines keep their compiled runners in bounded caches (inference.cache): unbounded, a process that runs many models
+(a structure search) kept every executable until LLVM ran out of memory mappings."""
+
+import importlib
+import pkgutil
+
+import inference
+from inference.cache import MAX_PROGRAMS, program_cache
+
+# Builds a closure per spec, no compiled program: unbounded, so engines keyed on the model it returns stay hits.
+UNBOUNDED = {"inference.program.conditioned_program"}
+
+
+def cached_functions():
+    for info in pkgutil.walk_packages(inference.__path__, "inference."):
+        module = importlib.import_module(info.name)
+        for name, value in vars(module).items():
+            if callable(value) and hasattr(value, "cache_info") and getattr(value, "__module__", None) == info.name:
+                yield f"{info.name}.{name}", value
+
+
+def test_every_engine_cache_is_bounded():
+    found = dict(cached_functions())
+    assert "inference.nuts.sampler" in found and "inference.ml2.host_program" in found
+    unbounded = {name for name, fn in found.items() if fn.cache_parameters()["maxsize"] is None}
+    assert unbounded == UNBOUNDED
+
+
+def test_least_recently_used_runners_are_dropped():
+    built = []
+
+    @program_cache
+    def runner(size):
+        built.append(size)
+        return object()
+
+    first = runner(0)
+    for size in range(1, MAX_PROGRAMS + 1):
+        runner(size)
+    assert runner(MAX_PROGRAMS) is runner(MAX_PROGRAMS) and runner(0) is not first
+    assert built.count(0) == 2
