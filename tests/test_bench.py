@@ -132,7 +132,11 @@ def test_killed_run_leaves_only_whole_files_and_resumes(tmp_path):
     suite_file.write_text(slow)
     out = tmp_path / "run"
     command = [sys.executable, "-m", "zoo_cli", "bench", str(suite_file), "--out", str(out), "--no-report"]
-    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    # Output to a file, not a pipe nobody reads: XLA can log ~1.5 KB per program it loads from the persistent cache
+    # (machine-feature warnings, seen in CI logs), and once a pipe's 64 KB buffer is full the process blocks on its
+    # next write and never ends.
+    log = (tmp_path / "bench.log").open("w")
+    process = subprocess.Popen(command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 120
     while not list((out / "cells").glob("*.json")) and process.poll() is None and time.monotonic() < deadline:
         time.sleep(0.02)
@@ -141,6 +145,7 @@ def test_killed_run_leaves_only_whole_files_and_resumes(tmp_path):
     # the signal is handled when the running cell's compiled loop returns (Python runs handlers between bytecodes):
     # seconds on a quiet machine, over a minute on a loaded one; the timeout only guards against a hang
     process.wait(timeout=300)
+    log.close()
     store = ResultsStore(out)
     assert not store.temp_files()
     rows = store.rows()  # every row parses
