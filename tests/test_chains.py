@@ -3,6 +3,9 @@
 import jax
 import jax.numpy as jnp
 import numpy as np
+import numpyro
+import numpyro.distributions as dist
+import pytest
 
 import inference
 import zoo
@@ -78,7 +81,22 @@ def test_compiled_start_search_equals_numpyros_eager_one():
     spec = zoo.get("blr")
     model, observed = conditioned_program(spec), observed_args(spec.simulate(jax.random.key(2), n=8))
     key = jax.random.key(6)
-    compiled = nuts.initial_positions(model, key, 3, {}, observed, 2.0, Timer())
     eager = nuts._eager_initial_positions(model, jax.random.split(key, 3), {}, observed, 2.0)
-    for site in eager:
-        np.testing.assert_allclose(compiled[site], eager[site], rtol=1e-15, atol=0)
+    for check_gradient in (True, False):  # without the gradient check: the same points where the gradient is finite
+        compiled = nuts.initial_positions(model, key, 3, {}, observed, 2.0, Timer(), check_gradient)
+        for site in eager:
+            np.testing.assert_allclose(compiled[site], eager[site], rtol=1e-15, atol=0)
+
+
+def test_a_start_with_an_infinite_gradient_is_refused_as_numpyro_refuses_it():
+    """The start search checks only the potential; the sampler's first state checks the gradient and sends the run
+    back to NumPyro's search with the gradient, which here finds no start and raises NumPyro's error."""
+
+    def program(y=None):
+        x = numpyro.sample("x", dist.Normal(0.0, 1.0))
+        # finite potential, NaN gradient wherever starts are drawn: the derivative multiplies sqrt'(x - 10 < 0) by 0
+        numpyro.factor("trap", jnp.where(x < 10.0, 0.0, jnp.sqrt(x - 10.0)))
+        numpyro.sample("y", dist.Normal(x, 1.0), obs=y)
+
+    with pytest.raises(RuntimeError, match="Cannot find valid initial parameters"):
+        inference.run(program, {"y": np.zeros(3)}, engine="nuts", num_chains=1, num_warmup=5, num_samples=5)

@@ -42,7 +42,7 @@ def test_one_scan_equals_window_adaptation_then_sampling():
     keys = jax.random.split(jax.random.key(2), 1)
     static = tuple(sorted({"target_accept": 0.8, "dense_mass": False, **extra}.items()))
     chains = nuts.sampler(model, algorithm, NUM_WARMUP, NUM_SAMPLES, static)
-    draws, stats, _ = chains.run(Timer(), (keys, z0), {}, observed)
+    draws, stats, _, _ = chains.run(Timer(), (keys, z0), {}, observed)
 
     @jax.jit
     def reference(key, z):
