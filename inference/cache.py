@@ -2,10 +2,10 @@
 
 Engines build their jitted runners once per (model spec, sizes, static options) and keep them, so that a second call
 on data of the same shapes compiles nothing. Kept without bound, every model a process ever ran stays compiled: a
-structure search fits hundreds of kernel structures in one process, and each kept executable holds some 150 memory
-mappings (XLA's JIT code and data sections) until LLVM can map no more (``vm.max_map_count``, 65,530 by default) and
-aborts the process ("LLVM ERROR: Unable to allocate section memory!", after about 600 candidates of a housing
-search). Beyond ``MAX_PROGRAMS`` entries the least recently used runner is dropped, and its executables with it.
+structure search fits hundreds of kernel structures in one process, and each kept executable holds memory mappings
+(XLA's JIT code and data sections) until LLVM can map no more (``vm.max_map_count``) and aborts the process ("LLVM
+ERROR: Unable to allocate section memory!"; docs/performance.md#bounded-caches). Beyond ``MAX_PROGRAMS`` entries the
+least recently used runner is dropped, and its executables with it.
 """
 
 import functools

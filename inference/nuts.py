@@ -73,7 +73,7 @@ def initial_positions(
 def _initial_search(model, radius: float, check_gradient: bool):
     """Jitted ``(keys (C,), params, observed) -> (z, valid (C,))``: NumPyro's start search, as NumPyro judges it (a
     finite potential and, with ``check_gradient``, a finite gradient). Without the gradient check the program
-    holds no derivative of the model: 1.1-1.3 s less to compile for the GP models (docs/performance.md#nuts-start)."""
+    holds no derivative of the model, so it compiles faster (docs/performance.md#nuts-start)."""
 
     def search(keys, params, observed):
         info = initialize_model(
@@ -120,7 +120,8 @@ def stan_adaptation(dense_mass: bool, target_accept: float):
 @program_cache
 def sampler(model, algorithm: str, num_warmup: int, num_samples: int, static: tuple):
     """Chains ``((keys (C,), z0 (C, ...)), params, observed) -> (constrained draws (C, S, ...), stats (C, S),
-    warmup_steps (C,))`` (``inference.chains``): each chain starts from its own key and unconstrained point.
+    warmup_steps (C,), start_gradient_finite (C,))`` (``inference.chains``): each chain starts from its own key and
+    unconstrained point.
 
     One ``lax.scan`` of num_warmup + num_samples kernel steps: the first num_warmup adapt the step size and mass
     matrix (``stan_adaptation``), the rest use the adapted values. The keys are those of a warm-up scan on one half

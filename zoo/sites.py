@@ -2,9 +2,9 @@
 
 Engines need a model's latent sites before they compile anything: to check fixed parameters and starting values
 against shapes and supports, and to lay out an optimiser's vector. Running the program to find them (a seeded
-NumPyro trace on the data) executes it operation by operation, and JAX compiles each operation for its shapes on
-first use: 1-5 s for the zoo's GP models on new data shapes, and a Cholesky of the data's size on every call.
-``jax.eval_shape`` traces the same program on abstract values instead, so nothing is computed or compiled.
+NumPyro trace on the data) executes it operation by operation: JAX compiles each operation for its shapes on first
+use, and every call computes the model (a Cholesky of the data's size for a GP). ``jax.eval_shape`` traces the same
+program on abstract values instead, so nothing is computed or compiled (docs/performance.md#first-call).
 """
 
 from collections.abc import Mapping
