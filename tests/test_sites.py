@@ -68,6 +68,12 @@ def test_programs_that_need_values_are_run():
     found = sites.sample_sites(computed_support_program, x=jnp.array([1.0, 3.0]))
     assert float(found["u"].support.upper_bound) == 4.0
 
+    def branching_guide(x):
+        if float(jnp.max(x)) > 0:
+            numpyro.param("loc", jnp.zeros(2))
+
+    assert sites.param_shapes((branching_guide,), x=jnp.ones(2)) == {"loc": (2,)}
+
 
 def test_param_shapes_of_a_program_and_its_guide():
     def model(x):

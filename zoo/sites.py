@@ -80,7 +80,10 @@ def param_shapes(programs, *args: Any, **kwargs: Any) -> dict[str, tuple[int, ..
             shapes.update({name: tuple(jnp.shape(s["value"])) for name, s in trace.items() if s["type"] == "param"})
         return 0
 
-    jax.eval_shape(collect, args, kwargs)
+    try:
+        jax.eval_shape(collect, args, kwargs)
+    except _NEEDS_VALUES:  # as in sample_sites
+        collect(args, kwargs)
     return shapes
 
 
