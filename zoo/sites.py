@@ -38,6 +38,14 @@ _NEEDS_VALUES = (
 )
 
 
+def _abstract_or_run(trace_fn, args, kwargs):
+    """``trace_fn(args, kwargs)`` on abstract values (``jax.eval_shape``), or run when the program needs values."""
+    try:
+        return jax.eval_shape(trace_fn, args, kwargs)
+    except _NEEDS_VALUES:
+        return trace_fn(args, kwargs)
+
+
 def sample_sites(program, *args: Any, **kwargs: Any) -> dict[str, Site]:
     """Every sample site of ``program(*args, **kwargs)`` under ``seed(0)``, in the order the program reaches them.
 
@@ -47,6 +55,7 @@ def sample_sites(program, *args: Any, **kwargs: Any) -> dict[str, Site]:
     supports: dict[str, tuple[Constraint, bool]] = {}
 
     def site_values(args, kwargs):
+        supports.clear()  # a failed abstract trace may have filled part of it
         with handlers.seed(rng_seed=0):
             trace = handlers.trace(program).get_trace(*args, **kwargs)
         samples = {name: site for name, site in trace.items() if site["type"] == "sample"}
@@ -57,11 +66,7 @@ def sample_sites(program, *args: Any, **kwargs: Any) -> dict[str, Site]:
             supports[name] = (support, bool(site["is_observed"]))
         return {name: site["value"] for name, site in samples.items()}
 
-    try:
-        values = jax.eval_shape(site_values, args, kwargs)
-    except _NEEDS_VALUES:
-        supports.clear()
-        values = site_values(args, kwargs)
+    values = _abstract_or_run(site_values, args, kwargs)
     # ``supports`` keeps the program's order; eval_shape's output dict is sorted by name
     return {
         name: Site(tuple(jnp.shape(values[name])), jnp.result_type(values[name]), *found)
@@ -80,10 +85,7 @@ def param_shapes(programs, *args: Any, **kwargs: Any) -> dict[str, tuple[int, ..
             shapes.update({name: tuple(jnp.shape(s["value"])) for name, s in trace.items() if s["type"] == "param"})
         return 0
 
-    try:
-        jax.eval_shape(collect, args, kwargs)
-    except _NEEDS_VALUES:  # as in sample_sites
-        collect(args, kwargs)
+    _abstract_or_run(collect, args, kwargs)
     return shapes
 
 
