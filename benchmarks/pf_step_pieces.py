@@ -1,9 +1,10 @@
 """Where a bootstrap particle-step's time goes: each piece of the step alone, in a ``lax.scan`` as the filter runs it.
 
 Usage: ``taskset -c 0 python -m benchmarks.pf_step_pieces [--particles 1000 10000] [--steps 1000]``. Prints ns per
-particle-step (run time / (N x T), best of 7 after a compiled warm-up) for the random bits, the two standard normals
-of a D = 2 step (ours and ``jax.random.normal``) and systematic resampling, beside the whole step's budget that a
-throughput goal sets (docs/performance.md#unreachable-goals).
+particle-step (run time / (N x T), best of 7 after a compiled warm-up; each piece's output is summed, one more pass)
+for the random bits, the two standard normals of a D = 2 step (ours and ``jax.random.normal``) and systematic
+resampling, to set against the whole step's time in ``benchmarks.pf_throughput`` and the budget a throughput goal
+leaves (docs/performance.md#unreachable-goals).
 """
 
 import argparse
