@@ -1,43 +1,36 @@
 """Where a bootstrap particle-step's time goes: each piece of the step alone, in a ``lax.scan`` as the filter runs it.
 
 Usage: ``taskset -c 0 python -m benchmarks.pf_step_pieces [--particles 1000 10000] [--steps 1000]``. Prints ns per
-particle-step (run time / (N x T), best of 7 after a compiled warm-up; each piece's output is summed, one more pass)
-for the random bits, the two standard normals of a D = 2 step (ours and ``jax.random.normal``) and systematic
-resampling, to set against the whole step's time in ``benchmarks.pf_throughput`` and the budget a throughput goal
-leaves (docs/performance.md#unreachable-goals).
+particle-step (run time / (N x T), best of 7 rounds after a compiled warm-up, the pieces alternating within a round
+as in ``benchmarks.pf_throughput``; each piece's output is summed, one more pass) for the random bits, the two standard
+normals of a D = 2 step (ours and ``jax.random.normal``) and systematic resampling, to set against the whole step's
+time in ``benchmarks.pf_throughput`` and the budget a throughput goal leaves (docs/performance.md#unreachable-goals).
 """
 
 import argparse
-import time
 
 import jax
 import jax.numpy as jnp
 
 import zoo  # noqa: F401  (float64)
+from benchmarks.pf_throughput import interleaved_best_times
 from inference import pf
 
 REPEATS = 7
 D = 2  # the lgssm of benchmarks.pf_throughput
 
 
-def ns_per_particle_step(piece, N: int, T: int) -> float:
-    """Best time of ``T`` scan steps of ``piece(key) -> array``, per particle-step."""
+def in_scan(piece, T: int):
+    """``key -> sum`` of ``piece(key) -> array`` over ``T`` scan steps, jitted (summing keeps each output alive)."""
 
     @jax.jit
     def run(key):
-        def step(total, k):  # summing keeps the piece's output alive
+        def step(total, k):
             return total + jnp.sum(piece(k)), None
 
         return jax.lax.scan(step, jnp.zeros(()), jax.random.split(key, T))[0]
 
-    key = jax.random.key(0)
-    run(key).block_until_ready()
-    best = float("inf")
-    for _ in range(REPEATS):
-        start = time.perf_counter()
-        run(key).block_until_ready()
-        best = min(best, time.perf_counter() - start)
-    return best / (N * T) * 1e9
+    return run
 
 
 def pieces(N: int) -> dict:
@@ -59,7 +52,9 @@ def main() -> None:
     print("|---|" + "---:|" * len(args.particles))
     table = {}
     for N in args.particles:
-        table[N] = {name: ns_per_particle_step(fn, N, args.steps) for name, fn in pieces(N).items()}
+        runs = {name: in_scan(piece, args.steps) for name, piece in pieces(N).items()}
+        best = interleaved_best_times(runs, REPEATS)
+        table[N] = {name: seconds / (N * args.steps) * 1e9 for name, (seconds, _) in best.items()}
     for name in table[args.particles[0]]:
         print(f"| {name} | " + " | ".join(f"{table[N][name]:.1f}" for N in args.particles) + " |")
 
