@@ -9,14 +9,17 @@ start states. Fig 4.12: the predicted total cost along the steepest-descent dire
 the untrained policy, by moment matching, by particles (1000, frozen random numbers) and on the true ODE (30 starts,
 frozen). Fig 4.8 (full runs only): the control loop's true total cost per trial against the policy iteration, AR-GP
 against GP-SSM (inference.pilco.control_loop), and the fraction of test trials that swing up
-(docs/sources/mchutchon.md#pilco-success).
+(docs/sources/mchutchon.md#pilco-success). The same figure and tables from runs of benchmarks/pilco_learning_run.py
+(made in resumable chunks, one pinned core each): ``python -m paper_figures.mchutchon_pilco RUN.jsonl ... --out DIR``.
 """
 
+import json
 from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from scipy import stats
 
 from inference import pilco
 from inference.files.tables import write_comparison, write_csv
@@ -175,14 +178,57 @@ def success_table(rows: list[dict], threshold: float = 0.5) -> list[dict]:
     return table
 
 
+def model_difference(rows: list[dict], threshold: float = 0.5) -> list[dict]:
+    """Per noise factor run by both models: Fisher's exact test (two-sided) of the AR-GP's against the GP-SSM's count
+    of seeds swung up after the last iteration, the thesis's "significantly better" made a number."""
+    table = []
+    for factor in sorted({r["noise_factor"] for r in rows}):
+        counts = {}
+        for model in pilco.MODELS:
+            runs = [r for r in rows if r["model"] == model and r["noise_factor"] == factor]
+            if runs:
+                last = max(r["iteration"] for r in runs)
+                final = [r["test_success"] >= threshold for r in runs if r["iteration"] == last]
+                counts[model] = (sum(final), len(final) - sum(final))
+        if len(counts) == len(pilco.MODELS):
+            p_value = stats.fisher_exact([counts[m] for m in pilco.MODELS]).pvalue
+            table.append(
+                {
+                    "quantity": f"Fig 4.8, noise x{factor}: {' vs '.join(pilco.MODELS)} seeds swung up, Fisher exact p",
+                    "ours": f"{p_value:.2g}",
+                    "published": "significant (p not given)",
+                }
+            )
+    return table
+
+
+def read_runs(paths: list[Path]) -> list[dict]:
+    """``loop_rows``'s rows from the JSON-lines files of ``benchmarks/pilco_learning_run.py`` (one line per
+    iteration, one file per model, noise factor and seed)."""
+    missing = [str(path) for path in paths if not Path(path).is_file()]
+    if missing:
+        raise FileNotFoundError(f"no such run file: {', '.join(missing)}")
+    keys = ("model", "noise_factor", "seed", "iteration", "predicted", "trial_cost", "test_cost_mean", "test_success")
+    rows, runs = [], {}
+    for path in paths:
+        records = [json.loads(line) for line in Path(path).read_text().splitlines()]
+        for run in {(r["model"], r["noise_factor"], r["seed"]) for r in records}:
+            if run in runs:
+                raise ValueError(f"{path} and {runs[run]} both hold {run} (model, noise factor, seed)")
+            runs[run] = path
+        rows += [{key: record[key] for key in keys} for record in records]
+    return rows
+
+
 def plot_curves(out: Path, rows: list[dict]) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     factors = sorted({r["noise_factor"] for r in rows})
-    fig, axes = plt.subplots(1, len(factors), figsize=(4 * len(factors), 3.5), squeeze=False)
+    fig, axes = plt.subplots(1, len(factors), figsize=(4 * len(factors), 3.5), squeeze=False, sharey=True)
     for ax, factor in zip(axes[0], factors, strict=True):
         for model, color in (("ar-gp", "C3"), ("gp-ssm", "C2")):
             runs = [r for r in rows if r["model"] == model and r["noise_factor"] == factor]
@@ -190,10 +236,12 @@ def plot_curves(out: Path, rows: list[dict]) -> None:
                 continue
             its = sorted({r["iteration"] for r in runs})
             costs_ = [[r["test_cost_mean"] for r in runs if r["iteration"] == i] for i in its]
-            lo, mid, hi = (np.array([np.percentile(c, q) for c in costs_]) for q in (10, 50, 90))
-            ax.plot(its, [np.mean(c) for c in costs_], color=color, label=model)
+            lo, hi = (np.array([np.percentile(c, q) for c in costs_]) for q in (10, 90))
+            seeds = len({r["seed"] for r in runs})
+            ax.plot(its, [np.mean(c) for c in costs_], color=color, label=f"{model}: mean, 10-90 % ({seeds} seeds)")
             ax.fill_between(its, lo, hi, color=color, alpha=0.25)
-        ax.set(title=f"noise variance x{factor}", xlabel="policy iteration", ylabel="total loss per trial")
+        ax.set(title=f"noise variance x{factor:g}", xlabel="policy iteration", ylabel="total loss per trial")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(out / "mchutchon_pilco_fig4_8.png", dpi=110)
@@ -257,9 +305,24 @@ def main(quick: bool, out: Path) -> None:
             policy_kind="rbf-targets", policy_angle_inputs=True,  # PILCO's policy (mchutchon.md#pilco-pseudo-targets)
         )  # fmt: skip
         plot_curves(out, loop)
-        table += success_table(loop)
+        table += success_table(loop) + model_difference(loop)
         note += (
             f" Fig 4.8: noise factors {FACTORS}, 10 seeds, 10 iterations, 10 tests; PILCO's RBF policy (pseudo-targets,"
             " sin and cos of the angle)."
         )
     print(write_comparison(out, table, __doc__ + note))
+
+
+if __name__ == "__main__":
+    import argparse
+
+    parser = argparse.ArgumentParser(description="Fig 4.8 from runs of benchmarks/pilco_learning_run.py")
+    parser.add_argument("runs", type=Path, nargs="+", help="the runs' JSON-lines files")
+    parser.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args()
+    loop = read_runs(args.runs)
+    args.out.mkdir(parents=True, exist_ok=True)
+    write_csv(args.out / "loop.csv", loop)
+    plot_curves(args.out, loop)
+    preamble = f"McHutchon (2014) Fig 4.8 from {len(args.runs)} runs of benchmarks/pilco_learning_run.py."
+    print(write_comparison(args.out, success_table(loop) + model_difference(loop), preamble))

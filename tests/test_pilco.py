@@ -233,3 +233,31 @@ def test_noisy_dynamics_gp_factorises_without_jitter(setting):
 def test_bucketed_padding_sizes():
     assert [pilco.bucketed(n, 100) for n in (1, 100, 101, 250)] == [100, 100, 200, 300]
     assert pilco.bucketed(37, 0) == 37
+
+
+def test_fig4_8_from_run_files(tmp_path):
+    """Fig 4.8's tables from benchmarks/pilco_learning_run.py's JSON lines: the final iteration's successes per model
+    (a seed counts when >= half its test trials swing up), Fisher's exact p between the models (0/5 vs 4/5 swung up:
+    the two tables as extreme, 0 or 4 of the 4 successes in the first row, each C(5,4) / C(10,4): p = 10/210), and a
+    run given twice is refused."""
+    import json
+
+    from paper_figures.mchutchon_pilco import model_difference, read_runs, success_table
+
+    paths = []
+    for model, swung in (("ar-gp", 0), ("gp-ssm", 4)):
+        for seed in range(5):
+            lines = [
+                {"model": model, "noise_factor": 2.0, "seed": seed, "iteration": i, "predicted": 30.0,
+                 "trial_cost": 40.0, "test_cost_mean": 20.0 + i, "test_success": float(i == 2 and seed < swung)}
+                for i in (1, 2)
+            ]  # fmt: skip
+            paths.append(tmp_path / f"{model}_{seed}.jsonl")
+            paths[-1].write_text("\n".join(json.dumps(line) for line in lines))
+    rows = read_runs(paths)
+    assert [r["ours"] for r in success_table(rows)] == ["0/5 (final test cost 22.0)", "4/5 (final test cost 22.0)"]
+    assert model_difference(rows)[0]["ours"] == f"{10 / 210:.2g}"
+    with pytest.raises(ValueError, match="both hold"):
+        read_runs([paths[0], paths[0]])
+    with pytest.raises(FileNotFoundError, match="no such run file"):
+        read_runs([tmp_path / "missing.jsonl"])
