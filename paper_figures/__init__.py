@@ -24,6 +24,7 @@ SCRIPTS: list[str] = [
     "mchutchon_pgas_timing",
     "mchutchon_learning",
     "mchutchon_pilco",
+    "mchutchon_dependent_transitions",
     "franzese_svgp",
     "franzese_active_learning",
     "kaiser_dagp_noise_separation",
