@@ -33,7 +33,7 @@ SWEEP = np.linspace(-2.0, 7.0, 37)  # x_0 values at which p(x_2 | x_0)'s varianc
 
 
 def settings(quick: bool) -> dict:
-    return {"samples": 20_000 if quick else 1_000_000, "systems": 4, "functions": 5}
+    return {"samples": 20_000 if quick else 1_000_000, "systems": 4}
 
 
 def linear_rows(cfg: dict, key) -> tuple[list[dict], dict]:

@@ -158,15 +158,20 @@ def learning_curves(out: Path, factors, seeds, models=pilco.MODELS, **loop_optio
     return rows
 
 
+def final_rows(rows: list[dict], model: str, factor: float) -> tuple[int, list[dict]]:
+    """(the last iteration reached, the rows at it) of ``model``'s runs at noise ``factor``; (0, []) if none."""
+    runs = [r for r in rows if r["model"] == model and r["noise_factor"] == factor]
+    last = max((r["iteration"] for r in runs), default=0)
+    return last, [r for r in runs if r["iteration"] == last]
+
+
 def success_table(rows: list[dict], threshold: float = 0.5) -> list[dict]:
     """Per model and noise factor: the fraction of seeds whose final policy swings up in at least ``threshold`` of
     its test trials (docs/sources/mchutchon.md#pilco-success), and the final mean test cost."""
     table = []
     keys = sorted({(r["noise_factor"], r["model"]) for r in rows})
     for factor, model in keys:
-        runs = [r for r in rows if r["model"] == model and r["noise_factor"] == factor]
-        last = max(r["iteration"] for r in runs)
-        final = [r for r in runs if r["iteration"] == last]
+        last, final = final_rows(rows, model, factor)
         table.append(
             {
                 "quantity": f"Fig 4.8, noise x{factor}, {model}: seeds swung up after {last} iterations",
@@ -185,10 +190,7 @@ def model_difference(rows: list[dict], threshold: float = 0.5) -> list[dict]:
     for factor in sorted({r["noise_factor"] for r in rows}):
         counts = {}
         for model in pilco.MODELS:
-            runs = [r for r in rows if r["model"] == model and r["noise_factor"] == factor]
-            if runs:
-                last = max(r["iteration"] for r in runs)
-                final = [r["test_success"] >= threshold for r in runs if r["iteration"] == last]
+            if final := [r["test_success"] >= threshold for r in final_rows(rows, model, factor)[1]]:
                 counts[model] = (sum(final), len(final) - sum(final))
         if len(counts) == len(pilco.MODELS):
             p_value = stats.fisher_exact([counts[m] for m in pilco.MODELS]).pvalue
