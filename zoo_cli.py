@@ -65,7 +65,7 @@ def cmd_run(args) -> int:
 
     import inference
     import zoo
-    from inference import diagnostics
+    from inference.results import diagnostics
     from zoo.options import parse_assignments
 
     # unknown names and bad model options fail here, before any simulation or compilation
@@ -198,7 +198,7 @@ def cmd_report(args) -> int:
 
 
 def cmd_search(args) -> int:
-    from inference.structure_search.cli import run
+    from inference.applications.structure_search.cli import run
 
     return run(args)
 
@@ -318,7 +318,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser("search", help="search kernel structures for a data file (Duvenaud ch. 3), trace as JSON")
-    from inference.structure_search.cli import add_arguments
+    from inference.applications.structure_search.cli import add_arguments
 
     add_arguments(p)
     p.set_defaults(func=cmd_search)

@@ -1,5 +1,6 @@
 """How deep our structure search gets on the airline series, and how fast: every progress line of
-``inference.structure_search.search`` stamped with the seconds since the search began, then one row per completed
+``inference.applications.structure_search.search`` stamped with the seconds since the search began, then one row per
+completed
 depth (candidates, cumulative wall time, fits per second, compile share, best kernel and BIC).
 
 Usage::
@@ -18,7 +19,7 @@ import sys
 import time
 
 from benchmarks.abcd_vs_gpy_abcd import standardised_series
-from inference.structure_search import search
+from inference.applications.structure_search import search
 
 LINE = re.compile(
     r"^\s*(?P<t>[\d.]+) depth (?P<depth>\d+) \[(?P<i>\d+)/(?P<n>\d+)\] .*?, (?P<wall>[\d.]+) s "

@@ -1,5 +1,5 @@
 """What the 13-series extrapolation benchmark costs: every method's structure search on each TSDL series
-(``inference.structure_search.extrapolation``, as the figure runs it: ABCD, trend-cyclical-irregular and
+(``inference.applications.structure_search.extrapolation``, as the figure runs it: ABCD, trend-cyclical-irregular and
 changepoint searches; SE and linear regression from ABCD's depth-1 fits), wall time, candidate fits and fits per
 second per series and in total.
 
@@ -21,9 +21,9 @@ import json
 import time
 from pathlib import Path
 
+from inference.applications.structure_search import extrapolation
+from inference.applications.structure_search.scores import SCORES
 from inference.files.atomic import atomic_write_text
-from inference.structure_search import extrapolation
-from inference.structure_search.scores import SCORES
 
 METHODS = tuple(extrapolation.SEARCHES)
 

@@ -19,7 +19,8 @@ parallel on both sides: ours on N Dask worker processes (the search's ``workers`
 ``fit_mods_parallel_processes`` (a ``multiprocessing`` pool of one process per core; it takes no count). Each side
 keeps its own grammar, which is why the table reports fits per second beside wall time:
 
-* ours: ``inference.structure_search.search`` defaults: base kernels SE, RQ, Lin, Per and operators C.1-C.11;
+* ours: ``inference.applications.structure_search.search`` defaults: base kernels SE, RQ, Lin, Per and operators
+C.1-C.11;
   depth 1 is the base kernels; ML-II by L-BFGS (at most 300 steps), restarts jittered around data-scaled starts;
   ``--optimizer``: ml2's ``host-lbfgs`` (the search's default: scipy's L-BFGS over a compiled value-and-gradient)
   or ``lbfgs`` (optax's, the restarts vmapped in one compiled while_loop: the search before 2026-11-24);
@@ -53,13 +54,13 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks import peers
+from inference.applications.structure_search import search
+from inference.applications.structure_search.bounds import PeriodBounds
+from inference.applications.structure_search.fit import FitFailure, fit_ml2
+from inference.applications.structure_search.scales import DataScaledFactory, Scales
+from inference.applications.structure_search.scores import bic
+from inference.applications.structure_search.search import PROGRAMS
 from inference.files.atomic import atomic_write_text
-from inference.structure_search import search
-from inference.structure_search.bounds import PeriodBounds
-from inference.structure_search.fit import FitFailure, fit_ml2
-from inference.structure_search.scales import DataScaledFactory, Scales
-from inference.structure_search.scores import bic
-from inference.structure_search.search import PROGRAMS
 from zoo.data import tsdl
 from zoo.errors import OptionError
 from zoo.kernels import num_params, parse

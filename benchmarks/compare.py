@@ -73,7 +73,7 @@ def build_suite(
     """
     import inference
     import zoo
-    from inference.api import fits, get_engine, validate_options
+    from inference.core.api import fits, get_engine, validate_options
 
     spec = zoo.get(model, **(model_options or {}))
     engines = list(dict.fromkeys(engines))

@@ -18,8 +18,8 @@ import jax.numpy as jnp
 import numpy as np
 
 import zoo  # noqa: F401  (float64)
-from inference import moment_matching as mm
-from inference.program import observed_args
+from inference.core.program import observed_args
+from inference.gaussian import moment_matching as mm
 from zoo import gpssm
 from zoo.data import ssm_systems
 

@@ -1,7 +1,7 @@
 """The ``iwmm`` engine against NumPyro's ``HMCGibbs`` on the same model (issue 21): iterations per second.
 
 Both samplers run the same iteration on the same program: one collapsed Gibbs sweep over the labels
-(``inference.iwmm.gibbs_sweep``, given to ``HMCGibbs`` as its ``gibbs_fn``) and one HMC trajectory of 25 leapfrog
+(``inference.mcmc.iwmm.gibbs_sweep``, given to ``HMCGibbs`` as its ``gibbs_fn``) and one HMC trajectory of 25 leapfrog
 steps on (X, log theta) with an identity mass matrix and a dual-averaged step size. Ours runs in one ``lax.scan``
 through ``inference.run``; NumPyro's ``HMCGibbs(HMC(spec.program), ...)`` is the peer. Data: 2-curve (N = 100),
 Q = 2, one chain, half of ``--iters`` warm-up. Each sampler runs twice and the second run is timed (wall and process
@@ -27,7 +27,7 @@ import inference  # noqa: E402
 import zoo  # noqa: E402
 from inference.files.atomic import atomic_write_text  # noqa: E402
 from inference.files.tables import markdown_table  # noqa: E402
-from inference.iwmm import gibbs_sweep  # noqa: E402
+from inference.mcmc.iwmm import gibbs_sweep  # noqa: E402
 from zoo.iwmm import data, metrics  # noqa: E402
 
 LEAPFROG = 25

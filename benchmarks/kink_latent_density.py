@@ -21,7 +21,7 @@ import numpy as np
 import scipy.stats
 
 import inference
-from inference import gpssm_metrics
+from inference.applications import gpssm_metrics
 from zoo import gpssm, ssm
 from zoo.data import ssm_systems
 from zoo.data.kink_fixtures import PARAMS, PSEUDO_INPUTS

@@ -47,9 +47,9 @@ import numpy as np  # noqa: E402
 
 import inference  # noqa: E402
 import zoo  # noqa: E402
-from inference import diagnostics  # noqa: E402
-from inference.nuts import initial_positions  # noqa: E402
-from inference.program import conditioned_program, observed_args  # noqa: E402
+from inference.core.program import conditioned_program, observed_args  # noqa: E402
+from inference.mcmc.nuts import initial_positions  # noqa: E402
+from inference.results import diagnostics  # noqa: E402
 
 MODEL = "gp/regression"
 DEFAULT_BUDGET = {50: (500, 1000), 100: (500, 1000), 500: (100, 100), 1000: (40, 40)}

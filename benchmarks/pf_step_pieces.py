@@ -14,7 +14,7 @@ import jax.numpy as jnp
 
 import zoo  # noqa: F401  (float64)
 from benchmarks.pf_throughput import interleaved_best_times
-from inference import pf
+from inference.particles import pf
 
 REPEATS = 7
 D = 2  # the lgssm of benchmarks.pf_throughput

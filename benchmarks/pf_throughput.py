@@ -5,7 +5,8 @@ Usage: ``python -m benchmarks.pf_throughput [--particles 1000 10000 100000] [--s
 Prints one Markdown table: particle-steps per second (N x T / run time, compilation excluded, best of
 ``--repeats`` (more for small runs, up to 20) after a warm-up run, ours and the floor alternating) of
 
-* ours: ``inference.pf.particle_filter(..., "bootstrap")`` with systematic resampling, jitted, log-likelihood only;
+* ours: ``inference.particles.pf.particle_filter(..., "bootstrap")`` with systematic resampling, jitted, log-likelihood
+only;
 * particles: Chopin's library (``particles.SMC`` on ``ssms.Bootstrap``, systematic resampling at every step), in its
   own venv (``python -m benchmarks.peers install particles``), after a warm-up run (numba compiles its resampler);
 * floor: ``benchmarks.bare_filter`` (about 30 lines of JAX: threefry keys, ``searchsorted`` resampling, one scan);
@@ -30,7 +31,7 @@ import numpy as np
 import zoo
 from benchmarks import peers
 from benchmarks.bare_filter import bare_bootstrap_log_likelihood
-from inference import pf
+from inference.particles import pf
 from zoo import ssm
 
 PARTICLES_SCRIPT = """

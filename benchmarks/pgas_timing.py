@@ -20,7 +20,7 @@ from pathlib import Path
 import zoo  # noqa: F401  (float64)
 from benchmarks import pf_throughput
 from inference.files.tables import read_published
-from inference.pgas import sweep_timing_grid
+from inference.particles.pgas import sweep_timing_grid
 from zoo.data.kink_fixtures import TIMING_PARAMS, timing_problem
 
 # The figure's settings and published times, read from its folder (benchmarks do not import paper_figures).
@@ -30,7 +30,7 @@ FULL_GRID = {"particles": (100, 500, 1000, 5000, 10000), "samples": (10, 50, 100
 
 
 def estep_rows(full: bool, max_cell_s: float | None, repeats: int) -> list[dict]:
-    """The figure's grid (``inference.pgas.sweep_timing_grid``), each measured cell the fastest of ``repeats``
+    """The figure's grid (``inference.particles.pgas.sweep_timing_grid``), each measured cell the fastest of ``repeats``
     calls, with the thesis's time and the speedup."""
     cfg = FULL_GRID if full else QUICK_GRID
     spec, observed = timing_problem()

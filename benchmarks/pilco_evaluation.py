@@ -5,7 +5,8 @@ pin it (``taskset -c 0 ...``). Times are CPU seconds of the calling process (``t
 ``--repeats`` after a compiling call): robust on a shared core, where wall time is not.
 
 Setting: the cart-pole swing-up (Table 4.1: 50 steps), the AR-GP learned from 4 random roll-outs
-(``inference.pilco.learn_dynamics``), PILCO's random RBF policy (50 basis functions). For each evaluation: the
+(``inference.applications.pilco.learn_dynamics``), PILCO's random RBF policy (50 basis functions). For each evaluation:
+the
 value and gradient of the predicted total cost. Accuracy: the particle estimate's standard error is
 sd(per-particle total cost) / sqrt(N); moment matching's error is its distance from a ``--reference``-particle
 estimate (its Gaussian approximation; the reference's own SE is printed). "Equal accuracy" is the N at which the
@@ -21,10 +22,10 @@ import jax.numpy as jnp
 import numpy as np
 
 import zoo  # noqa: F401  (float64)
-from inference import pilco
-from zoo.pilco import cost as costs
-from zoo.pilco import plant, policies
-from zoo.pilco import trajectory as tr
+from inference.applications import pilco
+from inference.applications.pilco import cost as costs
+from inference.applications.pilco import plant, policies
+from inference.applications.pilco import trajectory as tr
 
 
 def cpu_time(fn, *args, repeats: int) -> float:

@@ -5,8 +5,10 @@ Usage: ``python -m benchmarks.pilco_learning_run MODEL SEED OUT.jsonl [--iterati
 [--noise-factor 1] [--warm-steps 50] [--cold] [--bucket 100] [--raw-angle] [--policy-angle] [--pseudo-targets]
 [--budget 1140] [--resume]``; pin it (``taskset -c 1``). MODEL is ``ar-gp`` or ``gp-ssm``; the AR-GP sees sin and cos
 of the angle unless ``--raw-angle``, and pads its data to a multiple of ``--bucket`` rows; ``--policy-angle``: so does
-the RBF policy (PILCO's convention, ``zoo.pilco.policies.MappedPolicy``); ``--pseudo-targets``: the RBF policy is
-parameterised by PILCO's pseudo-targets (``zoo.pilco.policies.PseudoTargetRBF``). ``inference.pilco.control_loop``
+the RBF policy (PILCO's convention, ``inference.applications.pilco.policies.MappedPolicy``); ``--pseudo-targets``: the
+RBF policy is
+parameterised by PILCO's pseudo-targets (``inference.applications.pilco.policies.PseudoTargetRBF``).
+``inference.applications.pilco.control_loop``
 with 2 random roll-outs; the GP-SSM's dynamics fit is warm-started from the previous iteration's (``--warm-steps``
 L-BFGS steps; ``--cold`` retrains from Algorithm 1's initialisation every time). After every iteration OUT holds one
 JSON line per iteration so far: wall seconds of the dynamics training, of the policy optimisation (compilation
@@ -31,10 +33,10 @@ from pathlib import Path
 import numpy as np
 
 import zoo  # noqa: F401  (float64)
-from inference import pilco
+from inference.applications import pilco
+from inference.applications.pilco import plant
 from inference.files.atomic import atomic_write_bytes, atomic_write_text
 from zoo.errors import OptionError
-from zoo.pilco import plant
 
 # the arguments a resumed run must share with the run it continues (the rest may change between chunks)
 SAME_RUN = (

@@ -23,10 +23,10 @@ import jax.numpy as jnp
 import numpy as np
 
 import zoo  # noqa: F401  (float64)
-from inference import pilco
+from inference.applications import pilco
+from inference.applications.pilco import plant
 from zoo import moments
 from zoo.errors import OptionError
-from zoo.pilco import plant
 
 
 def one_step_rmse(dyn, trials: list) -> list[float]:

@@ -108,7 +108,7 @@ def model_figures(store: ResultsStore, rows: pd.DataFrame) -> list[Figure]:
     successful reference; every engine's cell at that seed)."""
     import matplotlib.pyplot as plt
 
-    from inference import plots
+    from inference.results import plots
 
     model = rows["model"].iloc[0]
     slug = model.replace("/", "__")

@@ -20,7 +20,7 @@ import numpy as np
 
 from benchmarks.store import ResultsStore
 from benchmarks.suites import Cell, Suite
-from inference.cluster import dask_client
+from inference.core.cluster import dask_client
 from zoo.errors import ZooError
 
 # Posterior means kept in a row per variable (enough to compare runs; the netCDF has everything).
@@ -92,8 +92,8 @@ def _numeric(truth: dict[str, Any]) -> dict[str, np.ndarray]:
 def make_row(outcome: CellOutcome, reference: Any, reference_note: str, executor: str) -> dict[str, Any]:
     """The results-table row of a finished cell: its spec, status, error, host, timings and every metric of
     ``diagnostics.compare`` against ``reference`` (an InferenceData, or None when the reference failed)."""
-    from inference import diagnostics
-    from inference.api import package_versions
+    from inference.core.api import package_versions
+    from inference.results import diagnostics
 
     cell = outcome.cell
     row: dict[str, Any] = {

@@ -20,8 +20,8 @@ import jax.numpy as jnp
 import numpy as np
 
 import zoo
-from inference.ml2 import host_program
-from inference.program import latent_sites
+from inference.core.program import latent_sites
+from inference.optimisation.ml2 import host_program
 from zoo.kernels import parse
 from zoo.structure.grammar import BASIC, OPERATORS, TIME_SERIES_BASE, Grammar, expand
 from zoo.structure.program import encode

@@ -64,14 +64,14 @@ class ResultsStore:
         return self.cells_dir / f"{cell_id}.json"
 
     def write_idata(self, cell_id: str, idata: Any) -> Path:
-        from inference import diagnostics
+        from inference.results import diagnostics
 
         path = self.idata_path(cell_id)
         diagnostics.to_netcdf(idata, str(path))
         return path
 
     def read_idata(self, cell_id: str) -> Any:
-        from inference import diagnostics
+        from inference.results import diagnostics
 
         return diagnostics.from_netcdf(str(self.idata_path(cell_id)))
 

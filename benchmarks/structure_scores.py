@@ -16,8 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
-from inference.structure_search import Standardisation, extrapolation, structure_posterior
-from inference.structure_search.scores import laplace_log_evidence, tsmc_log_evidence
+from inference.applications.structure_search import Standardisation, extrapolation, structure_posterior
+from inference.applications.structure_search.scores import laplace_log_evidence, tsmc_log_evidence
 
 
 def load(name: str, subset: int = extrapolation.FULL["subset"]) -> tuple[np.ndarray, np.ndarray]:

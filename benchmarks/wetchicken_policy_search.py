@@ -22,7 +22,7 @@ import numpy as np
 
 import inference
 import zoo
-from inference import nfq, policy_search
+from inference.applications import nfq, policy_search
 from zoo import dagp
 from zoo.dagp import transition
 from zoo.data import wetchicken as wc

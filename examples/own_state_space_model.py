@@ -10,7 +10,7 @@ written as a plain NumPyro program (NUTS and SVI run it as it is), plus the stat
 from the same moments with ``zoo.ssm.gaussian_view`` and attached with ``@zoo.model``. All three engines condition
 on the true parameters, so they target the same smoothing posterior p(x_{1:T} | y); PGAS is exact in the limit and
 is the reference of the comparison. The report (``comparison.md`` and ``marginals.png`` in DIR) is the table
-``inference.diagnostics.compare`` gives: ESS per second, R-hat, and each engine's largest error of posterior
+``inference.results.diagnostics.compare`` gives: ESS per second, R-hat, and each engine's largest error of posterior
 means and sds in units of the reference's sd.
 """
 
@@ -27,9 +27,9 @@ from numpyro.contrib.control_flow import scan
 
 import inference
 import zoo
-from inference import diagnostics, plots
 from inference.files.atomic import atomic_write_bytes, atomic_write_text
 from inference.files.tables import markdown_table
+from inference.results import diagnostics, plots
 from zoo import ssm
 
 TRUE = {"a": 0.8, "b": 1.0, "q": 0.1, "r": 0.1}

@@ -4,25 +4,12 @@
 """
 
 import zoo  # noqa: F401  (float64 and the compilation cache before any engine traces)
-from inference import (  # noqa: F401  (register the engines)
-    diagnostics,  # noqa: F401  (imports ArviZ quietly, before anything else does)
-    exact,
-    iwmm,
-    kalman,
-    ml2,
-    moment_matching,
-    nigp,
-    numpyro_nuts,
-    nuts,
-    nvc,
-    particle_em,
-    pf,
-    pgas,
-    pmcmc,
-    sampling_ep,
-    smc,
-    svi,
-)
-from inference.api import EngineOutput, engine_names, engines_for, get_engine, register_engine, run
+
+# isort: split
+from inference.results import diagnostics  # noqa: F401  (imports ArviZ quietly, before anything else does)
+
+# isort: split
+from inference import gaussian, mcmc, optimisation, particles  # noqa: F401  (register the engines)
+from inference.core.api import EngineOutput, engine_names, engines_for, get_engine, register_engine, run
 
 __all__ = ["EngineOutput", "engine_names", "engines_for", "get_engine", "register_engine", "run"]

@@ -1,9 +1,9 @@
 """Helpers the Duvenaud figure scripts share. Their ML-II fits of ``gp/regression`` with a kernel expression are
-``inference.structure_search.fit.fit_ml2`` (the structure search's own fit of one candidate)."""
+``inference.applications.structure_search.fit.fit_ml2`` (the structure search's own fit of one candidate)."""
 
 import numpy as np
 
-from inference.structure_search.fit import FitOutcome
+from inference.applications.structure_search.fit import FitOutcome
 from zoo.kernels.priors import parametrised_nodes
 
 

@@ -26,13 +26,13 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from inference.files.tables import write_comparison, write_csv  # noqa: E402
-from inference.structure_search.extrapolation import (  # noqa: E402
+from inference.applications.structure_search.extrapolation import (  # noqa: E402
     FULL,
     SEARCHES,
     run_series,
     series_names,
 )
+from inference.files.tables import write_comparison, write_csv  # noqa: E402
 
 DESCRIPTION = "Duvenaud 2014 Fig 3.6: ABCD extrapolation on 13 TSDL series, standardised RMSE next to published methods"
 HERE = Path(__file__).resolve().parent

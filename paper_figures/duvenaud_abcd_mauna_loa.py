@@ -5,7 +5,8 @@ Data: ``statsmodels``' co2 record (weekly, 1958-2001) resampled to monthly means
 data); the first 90 % of the months (to mid-1997) are searched and fitted, the last 10 % (52 months) held out and
 drawn on the extrapolation panels with 3 more years; held-out RMSE per depth is printed in each panel's title.
 
-Search (``inference.structure_search.search``, BIC, greedy): base kernels SE, RQ, Lin, Per (the thesis's set for
+Search (``inference.applications.structure_search.search``, BIC, greedy): base kernels SE, RQ, Lin, Per (the thesis's
+set for
 this series, sec. 3.6; WN is the model's noise), operators C.1-C.3 (add, multiply, replace), three depths, all of
 them kept (patience 3) since the figure shows each. The thesis's search also had the changepoint operators; we
 leave them out here for cost (each adds tens of candidates per depth), so our depth-k models are the best of the
@@ -24,10 +25,10 @@ from pathlib import Path
 
 import numpy as np
 
-from inference.component_plots import plot_decomposition
+from inference.applications.structure_search import search
 from inference.files.atomic import atomic_write_text
 from inference.files.tables import markdown_table, write_csv
-from inference.structure_search import search
+from inference.results.component_plots import plot_decomposition
 from zoo import decomposition, gp
 from zoo.data import co2
 

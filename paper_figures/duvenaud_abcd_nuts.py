@@ -2,7 +2,8 @@
 ML-II hyperparameters the search scored sit inside the posterior bulk?
 
 Data: the airline series' training part (``zoo.data.tsdl`` "01-airline", 129 months). The search
-(``inference.structure_search.search``, base SE, Lin, Per, operators C.1-C.3, BIC) picks a kernel; that structure is
+(``inference.applications.structure_search.search``, base SE, Lin, Per, operators C.1-C.3, BIC) picks a kernel; that
+structure is
 then sampled by NUTS (``inference.run(..., engine="nuts")``) as ``gp/regression`` on the same standardised data, with
 the model's priors (LogNormal(0, 1) on positive hyperparameters, Normal(0, 1) on locations, LogNormal(-2, 1) on the
 noise variance; docs/sources/duvenaud.md#kernel-priors). For every hyperparameter we report the posterior quantile of
@@ -22,10 +23,10 @@ import numpy as np
 
 import inference
 import zoo
+from inference.applications.structure_search import search
+from inference.applications.structure_search.fit import start_values
 from inference.files.atomic import atomic_write_text
 from inference.files.tables import markdown_table, write_csv
-from inference.structure_search import search
-from inference.structure_search.fit import start_values
 from zoo import gp
 from zoo.data import tsdl
 from zoo.kernels import with_values

@@ -2,7 +2,8 @@
 
 For each true kernel of the table, 300 inputs are drawn uniformly at random, f is drawn from the GP prior with that
 kernel, and i.i.d. Gaussian noise is added at the given signal-to-noise ratio; the greedy BIC search
-(``inference.structure_search.search``, operators C.1-C.3 only, as App. C says the multidimensional experiments
+(``inference.applications.structure_search.search``, operators C.1-C.3 only, as App. C says the multidimensional
+experiments
 used) is run on the data, and its best kernel is printed next to the one the thesis found, row by row and seed by
 seed.
 
@@ -36,9 +37,9 @@ from typing import NamedTuple
 
 import numpy as np
 
+from inference.applications.structure_search import search
 from inference.files.atomic import atomic_write_text
 from inference.files.tables import markdown_table, write_csv
-from inference.structure_search import search
 from zoo import decomposition
 from zoo.gp import cholesky_with_jitter
 from zoo.kernels import parse, site_names, with_values

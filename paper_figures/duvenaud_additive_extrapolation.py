@@ -22,8 +22,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+from inference.applications.structure_search.fit import fit_ml2  # noqa: E402
 from inference.files.tables import write_comparison, write_csv  # noqa: E402
-from inference.structure_search.fit import fit_ml2  # noqa: E402
 from paper_figures._duvenaud import hyperparameters  # noqa: E402
 from zoo import gp  # noqa: E402
 

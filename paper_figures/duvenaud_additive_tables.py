@@ -30,9 +30,9 @@ from scipy import stats
 
 import inference
 import zoo
-from inference.component_plots import plot_decomposition
+from inference.applications.structure_search import search
 from inference.files.tables import markdown_table, read_published, write_comparison, write_csv
-from inference.structure_search import search
+from inference.results.component_plots import plot_decomposition
 from zoo import additive, gp, regression
 from zoo import decomposition as dec
 from zoo.data import additive_benchmarks as data
@@ -112,7 +112,8 @@ def fit(method: str, X, y, settings, seed: int):
 
 
 def fit_search(X, y, settings, seed: int):
-    """The ch. 3 structure search on (X, y) (standardised internally, ``inference.structure_search``): (predict(X_new)
+    """The ch. 3 structure search on (X, y) (standardised internally, ``inference.applications.structure_search``):
+    (predict(X_new)
     -> (mean, var) by the best kernel conditioned on (X, y), the best structure's text)."""
     result = search(
         X,

@@ -22,9 +22,9 @@ import jax.numpy as jnp
 import matplotlib
 import numpy as np
 
-from inference.component_plots import plot_component_correlations, plot_decomposition
+from inference.applications.structure_search.fit import fit_ml2
 from inference.files.tables import write_comparison, write_csv
-from inference.structure_search.fit import fit_ml2
+from inference.results.component_plots import plot_component_correlations, plot_decomposition
 from paper_figures._duvenaud import hyperparameters
 from zoo import decomposition as dec
 from zoo import gp

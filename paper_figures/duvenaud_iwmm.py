@@ -203,7 +203,7 @@ def rhat_rows(name, method, fold, idata):
     density log p(X | Z) + log p(Z) and the cluster count; with ESS (bulk) of the latent density."""
     if idata.posterior.sizes["chain"] < 2:
         return []
-    table = inference.diagnostics.summary(idata, var_names=["log_latent_density", "num_clusters"])
+    table = inference.results.diagnostics.summary(idata, var_names=["log_latent_density", "num_clusters"])
     return [
         {
             "data": name,

@@ -33,7 +33,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import inference
-from inference import active_learning as al
+from inference.applications import active_learning as al
 from inference.files.tables import markdown_table, read_published, write_comparison, write_csv
 from zoo import regression
 

@@ -34,8 +34,8 @@ from jax.scipy.special import logsumexp
 
 import inference
 import zoo
+from inference.applications.structure_search.fit import fit_ml2
 from inference.files.tables import markdown_table, read_published, write_comparison, write_csv
-from inference.structure_search.fit import fit_ml2
 from zoo import gp
 from zoo.amogp import data, predict, program, structure_from
 

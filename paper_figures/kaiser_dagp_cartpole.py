@@ -19,7 +19,8 @@ every log-likelihood reported in those standardised target units (log p(y) + log
 0.5-0.9 are only plausible on a standardised scale: on the raw scale a noise sd of 0.01 alone gives 3.7); Concrete
 temperature 0.5; LogNormal(-2, 1) priors on the noise variances (initial 0.1), LogNormal(0, 1) on lengthscales and
 kernel variances, point masses (MAP) on all hyperparameters; the modes start from trimmed GP fits
-(``init_params`` of the assignment logits from ``inference.trimmed.peel``: half of the training points, found by a
+(``init_params`` of the assignment logits from ``inference.applications.trimmed.peel``: half of the training points,
+found by a
 forward search of exact GP fits, start on mode 1, the rest on mode 2) with random initial q(u) means (sd 1), S = 0.01 I;
 inducing inputs: k-means of the training inputs; Adam, lr 0.01 cosine-decayed to 5 %, full batch, one Monte-Carlo sample
 per step (docs/sources/kaiser.md#dagp-ambiguities); 500 samples of alpha_* for the predictive weights. The SVGP
@@ -38,7 +39,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from inference import trimmed
+from inference.applications import trimmed
 from inference.files.resumable import cached
 from inference.files.tables import mean_and_se, read_published, write_comparison, write_csv
 from paper_figures._dagp import fit_restarts
@@ -117,7 +118,8 @@ def make_sets(seed: int, s: dict) -> Sets:
 
 
 def train(X, y, config, seed: int, s: dict) -> dagp.DagpFit:
-    """One fit whose assignments start from trimmed GP fits (``inference.trimmed.peel``: one system's points at a
+    """One fit whose assignments start from trimmed GP fits (``inference.applications.trimmed.peel``: one system's
+    points at a
     time)."""
     Z = sp.init_inducing(jax.random.PRNGKey(1000 + seed), X, s["m"])
     labels = trimmed.peel(jax.random.PRNGKey(4000 + seed), X, y, config.num_modes)

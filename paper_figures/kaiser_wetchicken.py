@@ -10,10 +10,11 @@ objective (no q(a) entropy), Concrete temperature 0.5, modes started at the outp
 minibatches of 500 for N > 500, through ``inference.run`` (engine ``svi``, the model's guide). K = 1 is the GP
 baseline: one mode, homoscedastic noise (docs/sources/kaiser.md#wet-chicken-baselines).
 
-Policy search (``inference.policy_search``, eqs. 5.10-5.13): a 2 x 20 ReLU MLP with tanh outputs, T = 5,
+Policy search (``inference.applications.policy_search``, eqs. 5.10-5.13): a 2 x 20 ReLU MLP with tanh outputs, T = 5,
 P = 20 roll-outs per iteration from states of the training data, gamma = 0.9, Adam lr 1e-3; each transition samples
 every model component independently (eq. 5.9) with a straight-through Gumbel gradient for the mode
-(docs/sources/kaiser.md#wet-chicken-gradient). NFQ (``inference.nfq``): 20 iterations, one hidden layer of 10
+(docs/sources/kaiser.md#wet-chicken-gradient). NFQ (``inference.applications.nfq``): 20 iterations, one hidden layer of
+10
 sigmoid units, greedy over a 5 x 5 action grid (docs/sources/kaiser.md#wet-chicken-nfq).
 
 Return (docs/sources/kaiser.md#wet-chicken-return; the thesis does not define it): the mean per-step reward x_t of
@@ -40,7 +41,7 @@ import numpy as np
 
 import inference
 import zoo
-from inference import nfq, policy_search
+from inference.applications import nfq, policy_search
 from inference.files.resumable import cached, load_cached
 from inference.files.tables import markdown_table, mean_and_se, read_published, write_comparison, write_csv
 from zoo import dagp

@@ -18,7 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 from scipy import stats
 
-from inference import ar1
+from inference.applications import ar1
 from inference.files.tables import write_comparison, write_csv
 from zoo import dependent_transitions as dt
 from zoo import moments
@@ -71,7 +71,8 @@ def transition_data(key) -> tuple[np.ndarray, np.ndarray]:
 
 
 def transition_gp(X: np.ndarray, y: np.ndarray, hypers: tuple | None = None) -> dt.TransitionGP:
-    """The Fig 4.16 GP on transitions (X, y): ML-II (``inference.ar1.fit_output_gps``, i.e. ``inference.run`` with
+    """The Fig 4.16 GP on transitions (X, y): ML-II (``inference.applications.ar1.fit_output_gps``, i.e.
+    ``inference.run`` with
     ``ml2``), or the given (signal_var, lengthscale, noise_var); its likelihood noise is the process noise."""
     signal_var, lengthscale, noise_var = hypers if hypers is not None else ar1.fit_output_gps(X, y)
     predictor = moments.exact_gp_predictor(X, y, signal_var, lengthscale, noise_var)

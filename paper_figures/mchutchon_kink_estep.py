@@ -43,9 +43,9 @@ from scipy.special import logsumexp
 from scipy.stats import norm
 
 import inference
-from inference import pf
+from inference.core.program import observed_args
 from inference.files.tables import read_published, write_comparison, write_csv
-from inference.program import observed_args
+from inference.particles import pf
 from zoo import gpssm, ssm
 from zoo.data import ssm_systems
 from zoo.data.kink_fixtures import PARAMS, PSEUDO_INPUTS
@@ -188,7 +188,9 @@ def run_methods(spec, dataset, truth, cfg, PARAMS) -> tuple[dict, dict, dict]:  
     nuts_truth = truth[: cfg["nuts_K"]]
     for kind, value in draw_scores(nuts_truth, draws).items():
         scores[f"NUTS ({kind})"] = value
-    times["nuts max r-hat"] = float(inference.diagnostics.az.rhat(nuts, var_names=[ssm.STATES])[ssm.STATES].max())
+    times["nuts max r-hat"] = float(
+        inference.results.diagnostics.az.rhat(nuts, var_names=[ssm.STATES])[ssm.STATES].max()
+    )
     marginals["NUTS"] = draws
     return scores, marginals, times
 

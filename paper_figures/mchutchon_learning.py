@@ -9,7 +9,7 @@ PMCMC (particle Gibbs over trajectories and parameters; evaluated as the moment-
 posterior draws) and VGPSSM-SVI (the variational GP-SSM M11 by SVI with its Markov-Gaussian guide, 1-D only;
 evaluated as the mixture of 20 draws from q(F~)). Every GP-SSM learner fits the same sparse
 GP-SSM (M10: pseudo-inputs chosen once by the Titsias criterion on the observed transitions,
-``inference.ar1.with_pseudo_inputs``, docs/sources/mchutchon.md#pseudo-inputs; initialised from the AR1-GP,
+``inference.applications.ar1.with_pseudo_inputs``, docs/sources/mchutchon.md#pseudo-inputs; initialised from the AR1-GP,
 Algorithm 1); all use the thesis's Table 3.4 settings unless stated below.
 
 Assumptions (docs/sources/mchutchon.md#assumptions): the kink f(x) = x + 1 (x < 4), -4x + 21 (x >= 4) with
@@ -43,11 +43,11 @@ import numpy as np
 from scipy.stats import rankdata
 
 import inference
-from inference import ar1
-from inference import gpssm_metrics as gm
+from inference.applications import ar1
+from inference.applications import gpssm_metrics as gm
+from inference.core.program import observed_args
 from inference.files.resumable import cached
 from inference.files.tables import markdown_table, read_published, write_comparison, write_csv
-from inference.program import observed_args
 from zoo import gp, gpssm, moments, nigp, ssm
 from zoo.data import ssm_systems
 

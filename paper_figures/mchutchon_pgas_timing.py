@@ -14,7 +14,7 @@ threads); we run on whatever this machine is (2 CPU cores in CI), so the ratio i
 from pathlib import Path
 
 from inference.files.tables import read_published, write_comparison, write_csv
-from inference.pgas import sweep_timing_grid
+from inference.particles.pgas import sweep_timing_grid
 from zoo.data.kink_fixtures import TIMING_PARAMS, timing_problem
 
 DESCRIPTION = "McHutchon 2014 Table 3.3: PGAS E-step wall-clock, particles x samples, vs the thesis's Matlab times"
@@ -27,7 +27,7 @@ def settings(quick: bool) -> dict:
 
 
 def timing_grid(cfg: dict) -> list[dict]:
-    """The grid's rows (``inference.pgas.sweep_timing_grid``) with the thesis's time and the speedup."""
+    """The grid's rows (``inference.particles.pgas.sweep_timing_grid``) with the thesis's time and the speedup."""
     spec, observed = timing_problem()
     thesis = {(int(r["particles"]), int(r["samples"])): float(r["thesis_s"]) for r in read_published(__file__)}
     rows = sweep_timing_grid(

@@ -8,7 +8,7 @@ moment matching (a Gaussian) and by 1000 particles through the same model, and o
 start states. Fig 4.12: the predicted total cost along the steepest-descent direction of the moment-matched cost at
 the untrained policy, by moment matching, by particles (1000, frozen random numbers) and on the true ODE (30 starts,
 frozen). Fig 4.8 (full runs only): the control loop's true total cost per trial against the policy iteration, AR-GP
-against GP-SSM (inference.pilco.control_loop), and the fraction of test trials that swing up
+against GP-SSM (inference.applications.pilco.control_loop), and the fraction of test trials that swing up
 (docs/sources/mchutchon.md#pilco-success). The same figure and tables from runs of benchmarks/pilco_learning_run.py
 (made in resumable chunks, one pinned core each): ``python -m paper_figures.mchutchon_pilco RUN.jsonl ... --out DIR``.
 """
@@ -21,10 +21,10 @@ import jax.numpy as jnp
 import numpy as np
 from scipy import stats
 
-from inference import pilco
+from inference.applications import pilco
+from inference.applications.pilco import plant, policies
+from inference.applications.pilco import trajectory as tr
 from inference.files.tables import write_comparison, write_csv
-from zoo.pilco import plant, policies
-from zoo.pilco import trajectory as tr
 
 MAX_STEP = 0.3  # Fig 4.12: length of the descent line, in units of the (unit-norm) direction
 FACTORS = (1.0, 2.0, 5.0, 10.0)  # noise variance factors (docs/sources/mchutchon.md#pilco-figures)

@@ -2,8 +2,8 @@
 
 Score: log density per data point (per state dimension) of the true latents under each smoothing posterior; shown as
 pairwise differences per system (mean over its test trajectories), one box per D. Methods: ADS (GP-ADF + RTS-like
-smoother), MC-EP and IS-EP (``inference.sampling_ep``: self-normalised weights, damping 0.5, ESS skip at 1 %,
-4 EP iterations) and PGAS (fully adapted CSMC with ancestor sampling, ``inference.pgas.pgas_chain``; its draws
+smoother), MC-EP and IS-EP (``inference.gaussian.sampling_ep``: self-normalised weights, damping 0.5, ESS skip at 1 %,
+4 EP iterations) and PGAS (fully adapted CSMC with ancestor sampling, ``inference.particles.pgas.pgas_chain``; its draws
 summarised per step by a Gaussian fit -- the 3-component mixture of the kink script is 1-D only).
 
 The model is EXACTLY the random system (no learning): each random system is a GP posterior on 10 random pairs with
@@ -27,10 +27,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from inference import kalman, pgas
-from inference import sampling_ep as sep
 from inference.files.tables import read_published, write_comparison, write_csv
-from inference.moment_matching import adf_forward
+from inference.gaussian import kalman
+from inference.gaussian import sampling_ep as sep
+from inference.gaussian.moment_matching import adf_forward
+from inference.particles import pgas
 from zoo import gpssm, moments
 from zoo.data import ssm_systems
 from zoo.gp import mvn_logpdf_chol

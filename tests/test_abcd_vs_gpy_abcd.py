@@ -6,7 +6,7 @@ import pytest
 
 from benchmarks import abcd_vs_gpy_abcd as bench
 from benchmarks import peers
-from inference.structure_search.scales import DataScaledFactory, Scales
+from inference.applications.structure_search.scales import DataScaledFactory, Scales
 from zoo.errors import OptionError
 from zoo.kernels import parse
 

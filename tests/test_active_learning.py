@@ -1,4 +1,4 @@
-"""Active learning with fixed hyperparameters (inference/active_learning.py, zoo/linalg.py;
+"""Active learning with fixed hyperparameters (inference/applications/active_learning.py, zoo/linalg.py;
 docs/sources/franzese.md#active-learning): the bordered Cholesky factor against a fresh factorisation, the
 max-variance rule against zoo.gp.predict, the uncertainty gate, one compilation for every size, and bad input."""
 
@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from inference import active_learning as al
+from inference.applications import active_learning as al
 from zoo import gp, linalg
 from zoo.errors import DataError, OptionError
 from zoo.kernels import SquaredExponential

@@ -269,7 +269,7 @@ def test_table_rows_of_the_structure_search():
     """The search's predictions, made in its standardised units, equal those of its best model in the data's units
     (SearchResult.kernel / noise / mean, one input column); its table row is bolded with the ML-II rows only when it
     ran on their splits (a paired test needs the same splits)."""
-    from inference.structure_search import search
+    from inference.applications.structure_search import search
     from paper_figures.duvenaud_additive_tables import fit_search, summarise
 
     rng = np.random.default_rng(12)

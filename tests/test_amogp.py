@@ -27,7 +27,7 @@ import scipy.linalg as sla
 
 import inference  # before jax
 import zoo
-from inference.nvc import PointGuide
+from inference.optimisation.nvc import PointGuide
 from zoo.amogp import bound, layers, program, psi, sampling, structure_from
 from zoo.errors import DataError, OptionError
 from zoo.kernels import SquaredExponential
@@ -274,7 +274,8 @@ def test_bad_data_fails_in_run_before_compiling():
 
 
 def test_point_guide_starts_where_autodelta_starts():
-    """PointGuide (inference/nvc.py) replaces AutoDelta in the nvc engine only to drop the validity search from the
+    """PointGuide (inference/optimisation/nvc.py) replaces AutoDelta in the nvc engine only to drop the validity search
+    from the
     compiled program: under the same key both guides' first call creates the same params, bit for bit (a small
     deep_gp/nvc program, so that AutoDelta's search compiles quickly)."""
     from numpyro import handlers

@@ -20,7 +20,7 @@ def no_compilation(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("compiled before the error was raised")
 
-    monkeypatch.setattr(inference.api.Timer, "call", refuse)
+    monkeypatch.setattr(inference.core.api.Timer, "call", refuse)
 
 
 def test_unknown_model_suggests_close_matches():
@@ -132,7 +132,7 @@ def test_every_declared_engine_option_out_of_range_fails_before_any_compilation(
     def must_not_run(*args, **kwargs):
         raise AssertionError("reached simulation or compilation before the option was checked")
 
-    monkeypatch.setattr(inference.api.Timer, "call", must_not_run)
+    monkeypatch.setattr(inference.core.api.Timer, "call", must_not_run)
     model = dataclasses.replace(zoo.get(_cheapest_model_for(engine_name)), simulate=must_not_run)
     with pytest.raises(OptionError, match=f"option {option_name} must be"):
         inference.run(model, None, engine=engine_name, **{option_name: bad})

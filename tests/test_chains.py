@@ -1,4 +1,4 @@
-"""``inference.chains``: chains vmapped over their own inputs, shared arguments unbatched, compiled once."""
+"""``inference.core.chains``: chains vmapped over their own inputs, shared arguments unbatched, compiled once."""
 
 import jax
 import jax.numpy as jnp
@@ -9,10 +9,11 @@ import pytest
 
 import inference
 import zoo
-from inference import nuts, pgas
-from inference.api import Timer
-from inference.chains import vmapped_chains
-from inference.program import conditioned_program, observed_args
+from inference.core.api import Timer
+from inference.core.chains import vmapped_chains
+from inference.core.program import conditioned_program, observed_args
+from inference.mcmc import nuts
+from inference.particles import pgas
 
 
 def one_chain(key, scale, offset):

@@ -19,7 +19,7 @@ def test_run_prints_diagnostics_and_writes_netcdf(capsys, tmp_path):
     out = capsys.readouterr().out
     for column in ("r_hat", "ess_bulk", "ess_tail", "ess_bulk_per_s", "lengthscale[0]", "divergences"):
         assert column in out
-    from inference import diagnostics
+    from inference.results import diagnostics
 
     idata = diagnostics.from_netcdf(str(out_file))
     assert idata.posterior.attrs["engine"] == "nuts"

@@ -20,7 +20,7 @@ from numpyro.infer.util import log_density
 
 import inference
 import zoo
-from inference import trimmed
+from inference.applications import trimmed
 from zoo import dagp, deep_gp, gp
 from zoo import sparse as sp
 from zoo.data.association import choicenet, choicenet_test
@@ -156,7 +156,8 @@ def test_level_starts_put_each_signal_mode_on_its_own_y_quantile():
 
 
 def test_trimmed_fits_peel_one_curve_per_mode():
-    """The forward search (inference.trimmed) on 30 + 30 points of two curves >= 2.5 apart (10 noise sd): the first
+    """The forward search (inference.applications.trimmed) on 30 + 30 points of two curves >= 2.5 apart (10 noise sd):
+    the first
     peeled half is exactly one curve. A random half has 30 of one curve with probability ~1e-17; a search from a random
     half (no forward growth) ended on one curve in 1 of 12 measured cases, a subset mixing the curves."""
     x = jax.random.uniform(jax.random.PRNGKey(0), (60,), minval=-3.0, maxval=3.0)

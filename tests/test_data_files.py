@@ -9,8 +9,8 @@ import pytest
 import inference
 import zoo
 import zoo_cli
-from inference import diagnostics
 from inference.files.data import load_data, load_dataset, parse_mapping
+from inference.results import diagnostics
 from zoo.errors import DataError
 
 DATA = Path(__file__).resolve().parent / "data"

@@ -14,7 +14,7 @@ import numpyro.distributions as dist
 import pytest
 from numpyro.infer import Trace_ELBO
 
-from inference.elbo import OrderedTraceELBO
+from inference.optimisation.elbo import OrderedTraceELBO
 
 
 def model(y):
@@ -43,8 +43,8 @@ def test_same_value_as_trace_elbo_on_the_same_key(num_particles):
 
 LOWERED = """
 import jax, jax.numpy as jnp, hashlib
-import inference.elbo, test_elbo as t
-f = jax.jit(lambda p, k: inference.elbo.OrderedTraceELBO(3).loss(k, p, t.model, t.guide, t.Y))
+import inference.optimisation.elbo, test_elbo as t
+f = jax.jit(lambda p, k: inference.optimisation.elbo.OrderedTraceELBO(3).loss(k, p, t.model, t.guide, t.Y))
 print(hashlib.sha256(f.lower(t.PARAMS, jax.random.key(0)).as_text(debug_info=False).encode()).hexdigest())
 """
 

@@ -14,8 +14,8 @@ from scipy import stats
 
 import inference
 import zoo
-from inference import diagnostics
-from inference.program import resolve_params
+from inference.core.program import resolve_params
+from inference.results import diagnostics
 
 Z = 4.5
 GP_PARAMS = {"lengthscale": 0.8, "variance": 1.0, "noise": 0.09}

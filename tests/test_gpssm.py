@@ -13,10 +13,11 @@ from scipy.stats import multivariate_normal
 
 import inference
 import zoo
-from inference import ar1, kalman
-from inference import gpssm_metrics as gm
-from inference import moment_matching as mm
-from inference.program import observed_args
+from inference.applications import ar1
+from inference.applications import gpssm_metrics as gm
+from inference.core.program import observed_args
+from inference.gaussian import kalman
+from inference.gaussian import moment_matching as mm
 from zoo import gpssm, lgssm, ssm
 from zoo.data import ssm_systems
 from zoo.errors import DataError
@@ -156,7 +157,8 @@ def test_ar1_gp_through_ml2_reproduces_the_old_adam_fit(kink_data, mean):
 
 
 def test_simulate_selects_no_pseudo_inputs_but_engines_get_them(kink_data):
-    """Pseudo-inputs are an explicit step (inference.ar1): ``simulate`` returns trajectories only; ``prepare`` adds
+    """Pseudo-inputs are an explicit step (inference.applications.ar1): ``simulate`` returns trajectories only;
+    ``prepare`` adds
     the greedy Titsias selection (the recorded one) by the model's rule, leaves given pseudo-inputs alone, and an
     engine runs on the prepared data."""
     spec = zoo.get("gpssm/sparse")
@@ -214,7 +216,7 @@ def test_nuts_gold_standard_on_full_and_sparse_kink(kink_problem):
             spec, observed, engine="nuts", params=params, num_chains=2, num_warmup=300, num_samples=300
         )
         draws = idata.posterior[ssm.STATES].values.reshape(-1, *truth.shape)[:, 0]
-        rhat = float(inference.diagnostics.az.rhat(idata, var_names=[ssm.STATES])[ssm.STATES].max())
+        rhat = float(inference.results.diagnostics.az.rhat(idata, var_names=[ssm.STATES])[ssm.STATES].max())
         assert rhat < 1.05
         mean, cov = _gaussian_marginals(jnp.asarray(draws))
         results[name] = gm.latent_log_density(truth, mean[None], cov[None], single["lengths"])

@@ -15,7 +15,7 @@ import pytest
 
 import inference
 import zoo
-from inference import diagnostics
+from inference.results import diagnostics
 from zoo import gp
 from zoo.kernels import SquaredExponential
 from zoo.regression import hyperposterior_priors

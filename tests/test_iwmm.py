@@ -13,7 +13,7 @@ from scipy.spatial.distance import cdist
 
 import inference  # noqa: F401
 import zoo  # noqa: F401  (float64 before jax)
-from inference.iwmm import gibbs_sweep, split_merge_moves
+from inference.mcmc.iwmm import gibbs_sweep, split_merge_moves
 from zoo.errors import DataError, OptionError
 from zoo.iwmm import data, gplvm, metrics, niw
 

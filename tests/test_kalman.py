@@ -6,8 +6,8 @@ import pytest
 
 import inference
 import zoo
-from inference import kalman
-from inference.program import observed_args
+from inference.core.program import observed_args
+from inference.gaussian import kalman
 from zoo import ssm
 
 

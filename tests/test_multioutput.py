@@ -402,7 +402,7 @@ def test_bad_input_is_refused_before_compilation(monkeypatch):
     def must_not_run(*args, **kwargs):
         raise AssertionError("reached compilation")
 
-    monkeypatch.setattr(inference.api.Timer, "call", must_not_run)
+    monkeypatch.setattr(inference.core.api.Timer, "call", must_not_run)
     with pytest.raises(KernelError, match="input dimension 3"):
         inference.run(zoo.get("gp/multioutput-tied", kernel="SE_3"), {"X": X, "Y": Y[:, :2]}, engine="ml2")
     with pytest.raises(DataError, match="'Y' has size 3 on axis 1; expected 2"):

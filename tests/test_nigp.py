@@ -1,4 +1,5 @@
-"""NIGP (zoo/nigp.py, engine inference/nigp.py) against autodiff, the plain GP, finite differences and the recorded
+"""NIGP (zoo/nigp.py, engine inference/optimisation/nigp.py) against autodiff, the plain GP, finite differences and the
+recorded
 outputs of the former ``zoo.nigp.fit``; the gp/eiv program under the engines."""
 
 import json
@@ -199,7 +200,7 @@ def test_bad_option_raises_before_compiling(options, match, monkeypatch):
     def no_compiling(*args, **kwargs):
         raise AssertionError("compiled before the options were checked")
 
-    monkeypatch.setattr(inference.api.Timer, "call", no_compiling)
+    monkeypatch.setattr(inference.core.api.Timer, "call", no_compiling)
     with pytest.raises(OptionError, match=match):
         train(*fixture_data(), **options)
 

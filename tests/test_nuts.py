@@ -1,4 +1,5 @@
-"""``inference.nuts``: warm-up and sampling in one scan give the draws of BlackJAX's ``window_adaptation`` followed by
+"""``inference.mcmc.nuts``: warm-up and sampling in one scan give the draws of BlackJAX's ``window_adaptation``
+followed by
 a sampling scan of the tuned kernel (the composition its documentation shows)."""
 
 import blackjax
@@ -7,9 +8,9 @@ import numpy as np
 from numpyro.infer.util import constrain_fn, potential_energy
 
 import zoo
-from inference import nuts
-from inference.api import Timer
-from inference.program import conditioned_program, observed_args
+from inference.core.api import Timer
+from inference.core.program import conditioned_program, observed_args
+from inference.mcmc import nuts
 
 NUM_WARMUP, NUM_SAMPLES = 30, 20
 

@@ -1,4 +1,5 @@
-"""Nested variational compression (zoo/nvc.py, inference/nvc.py): Psi-statistics against Monte Carlo and the plain
+"""Nested variational compression (zoo/nvc.py, inference/optimisation/nvc.py): Psi-statistics against Monte Carlo and
+the plain
 kernel, the one-layer bound against SVGP/Titsias, the two-layer bound and moment propagation against Monte Carlo
 over NVC's own Gaussian messages, training raises the bound, and bad input raises."""
 

@@ -11,7 +11,8 @@ from numpyro.contrib.control_flow import scan
 
 import inference
 import zoo
-from inference import diagnostics, kalman
+from inference.gaussian import kalman
+from inference.results import diagnostics
 from zoo import lgssm, ssm
 from zoo.errors import DataError, IncompatibleEngineError
 

@@ -20,7 +20,9 @@ import scipy.optimize
 
 import inference
 import zoo
-from inference import ar1, kalman, particle_em
+from inference.applications import ar1
+from inference.gaussian import kalman
+from inference.particles import particle_em
 from zoo import lgssm, ssm
 from zoo.errors import OptionError
 

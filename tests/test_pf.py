@@ -15,7 +15,8 @@ import pytest
 
 import inference
 import zoo
-from inference import kalman, pf
+from inference.gaussian import kalman
+from inference.particles import pf
 from zoo import ssm
 from zoo.errors import OptionError
 

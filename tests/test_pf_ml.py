@@ -16,7 +16,8 @@ import scipy.optimize
 from scalar_lgssm import TRUE_PARAMS, scalar_lgssm_data, scalar_lgssm_spec
 
 import inference
-from inference import kalman, pf
+from inference.gaussian import kalman
+from inference.particles import pf
 from zoo import ssm
 
 NUM_PARTICLES = 50

@@ -7,7 +7,9 @@ import numpy as np
 
 import inference
 import zoo
-from inference import diagnostics, kalman, pgas
+from inference.gaussian import kalman
+from inference.particles import pgas
+from inference.results import diagnostics
 from zoo import ssm
 
 

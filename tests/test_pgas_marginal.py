@@ -1,4 +1,4 @@
-"""PGAS and particle Gibbs on the non-Markov full GP-SSM (M9, ``gpssm/full``; ``inference.pgas_marginal``).
+"""PGAS and particle Gibbs on the non-Markov full GP-SSM (M9, ``gpssm/full``; ``inference.particles.pgas_marginal``).
 
 * the whole-history ancestor weight equals the ratio of the program's own densities (NumPyro ``log_density``) and
   the product of the sequential conditionals (``history_predictive``);
@@ -20,8 +20,9 @@ from numpyro.infer.util import log_density
 
 import inference
 import zoo
-from inference import diagnostics, pgas_marginal, pmcmc
-from inference.pf import constrain, site_transforms, unconstrain
+from inference.particles import pgas_marginal, pmcmc
+from inference.particles.pf import constrain, site_transforms, unconstrain
+from inference.results import diagnostics
 from zoo import gp, gpssm, ssm
 from zoo.errors import OptionError
 

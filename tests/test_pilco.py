@@ -1,4 +1,5 @@
-"""PILCO (zoo/pilco, inference/pilco.py): exact moments against 10^5-sample Monte Carlo, gradients against finite
+"""PILCO (inference/applications/pilco, inference/applications/pilco/learning.py): exact moments against 10^5-sample
+Monte Carlo, gradients against finite
 differences, the plant and bad input.
 
 Monte Carlo tolerances: every checked moment is the mean of a per-draw quantity h (the value, a centred product for a
@@ -15,12 +16,12 @@ from jax.flatten_util import ravel_pytree
 from monte_carlo import assert_mc
 
 import zoo  # noqa: F401  (float64)
-from inference import pilco
+from inference.applications import pilco
+from inference.applications.pilco import cost as C
+from inference.applications.pilco import plant, policies
+from inference.applications.pilco import trajectory as tr
 from zoo import moments
 from zoo.errors import DataError, OptionError
-from zoo.pilco import cost as C
-from zoo.pilco import plant, policies
-from zoo.pilco import trajectory as tr
 
 N_MC = 100_000
 U_MAX = 10.0

@@ -1,4 +1,4 @@
-"""PILCO dynamics GPs that see sin and cos of an angle (zoo/pilco/inputs.py;
+"""PILCO dynamics GPs that see sin and cos of an angle (inference/applications/pilco/inputs.py;
 docs/sources/mchutchon.md#pilco-angle-inputs): the input moments against Monte Carlo, the chain rule against the
 exact input-output covariance, the moment-matched step from a point against particles, and gradients against finite
 differences.
@@ -14,10 +14,10 @@ from jax.flatten_util import ravel_pytree
 from monte_carlo import assert_mc
 
 import zoo  # noqa: F401  (float64)
+from inference.applications.pilco import cost as C
+from inference.applications.pilco import inputs, policies
+from inference.applications.pilco import trajectory as tr
 from zoo import moments
-from zoo.pilco import cost as C
-from zoo.pilco import inputs, policies
-from zoo.pilco import trajectory as tr
 
 N_MC = 100_000
 U_MAX = 10.0

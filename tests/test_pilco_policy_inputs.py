@@ -1,4 +1,4 @@
-"""PILCO policies that see sin and cos of the pendulum angle (``zoo.pilco.policies.MappedPolicy``;
+"""PILCO policies that see sin and cos of the pendulum angle (``inference.applications.pilco.policies.MappedPolicy``;
 docs/sources/mchutchon.md#pilco-policies): the linear policy's pre-squash moments are exact, the RBF network's are
 exact at a Gaussian input with the mapped input's moments and its Cov[y, z] is the chain rule's, and gradients of
 a moment-matched cost through the mapped policy match finite differences.
@@ -14,12 +14,12 @@ from jax.flatten_util import ravel_pytree
 from monte_carlo import assert_mc
 
 import zoo  # noqa: F401  (float64)
-from inference import pilco
+from inference.applications import pilco
+from inference.applications.pilco import cost as C
+from inference.applications.pilco import inputs, plant, policies
+from inference.applications.pilco import trajectory as tr
 from zoo import moments
 from zoo.errors import OptionError
-from zoo.pilco import cost as C
-from zoo.pilco import inputs, plant, policies
-from zoo.pilco import trajectory as tr
 
 N_MC = 100_000
 U_MAX = 10.0

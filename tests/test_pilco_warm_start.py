@@ -1,5 +1,6 @@
 """Warm-started GP-SSM fits for PILCO (docs/sources/mchutchon.md#pilco-warm-start): the ``direct`` engine's ``init``
-starts L-BFGS at the given values (and skips the AR1-GP initialisation), and ``inference.pilco.warm_start_params``
+starts L-BFGS at the given values (and skips the AR1-GP initialisation), and
+``inference.applications.pilco.warm_start_params``
 carries the previous fit's hyperparameters and function over to new pseudo-inputs."""
 
 import jax
@@ -9,9 +10,9 @@ import pytest
 
 import inference
 import zoo
-from inference import ar1, pilco
-from inference import moment_matching as mm
-from inference.program import observed_args
+from inference.applications import ar1, pilco
+from inference.core.program import observed_args
+from inference.gaussian import moment_matching as mm
 from zoo import moments, ssm
 from zoo.data import ssm_systems
 from zoo.errors import OptionError

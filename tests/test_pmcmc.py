@@ -9,7 +9,7 @@ from scalar_lgssm import scalar_lgssm_data, scalar_lgssm_spec
 
 import inference
 import zoo
-from inference import diagnostics
+from inference.results import diagnostics
 from zoo.errors import OptionError
 
 PARAMETERS = ["A", "process_var", "obs_var"]

@@ -1,14 +1,15 @@
-"""Engines keep their compiled runners in bounded caches (inference.cache): unbounded, a process that runs many models
+"""Engines keep their compiled runners in bounded caches (inference.core.cache): unbounded, a process that runs many
+models
 (a structure search) kept every executable until LLVM ran out of memory mappings."""
 
 import importlib
 import pkgutil
 
 import inference
-from inference.cache import MAX_PROGRAMS, program_cache
+from inference.core.cache import MAX_PROGRAMS, program_cache
 
 # Builds a closure per spec, no compiled program: unbounded, so engines keyed on the model it returns stay hits.
-UNBOUNDED = {"inference.program.conditioned_program"}
+UNBOUNDED = {"inference.core.program.conditioned_program"}
 
 
 def cached_functions():
@@ -21,7 +22,7 @@ def cached_functions():
 
 def test_every_engine_cache_is_bounded():
     found = dict(cached_functions())
-    assert "inference.nuts.sampler" in found and "inference.ml2.host_program" in found
+    assert "inference.mcmc.nuts.sampler" in found and "inference.optimisation.ml2.host_program" in found
     unbounded = {name for name, fn in found.items() if fn.cache_parameters()["maxsize"] is None}
     assert unbounded == UNBOUNDED
 

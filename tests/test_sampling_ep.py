@@ -1,4 +1,4 @@
-"""Sampling EP (McHutchon 2014, sec. 3.6.2, Algorithm 3; ``inference.sampling_ep``).
+"""Sampling EP (McHutchon 2014, sec. 3.6.2, Algorithm 3; ``inference.gaussian.sampling_ep``).
 
 * The EP algebra (Gaussian messages, division 3.125-3.128, damping, sweeps) with EXACT two-slice moments on a
   linear-Gaussian SSM reproduces the Kalman filter (alpha) and the RTS smoother (marginals and cross-covariances).
@@ -16,9 +16,9 @@ import pytest
 
 import inference
 import zoo
-from inference import kalman
-from inference import sampling_ep as sep
-from inference.program import observed_args
+from inference.core.program import observed_args
+from inference.gaussian import kalman
+from inference.gaussian import sampling_ep as sep
 from zoo import gpssm, lgssm, ssm
 from zoo.errors import OptionError
 

@@ -8,7 +8,7 @@ from numpyro import handlers
 from numpyro.infer.util import log_density
 
 import zoo
-from inference.program import observed_args
+from inference.core.program import observed_args
 from zoo import ssm
 from zoo.errors import DataError, OptionError
 

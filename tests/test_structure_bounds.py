@@ -1,4 +1,4 @@
-"""Bounds on the periodic kernels in the structure search (inference/structure_search/bounds.py,
+"""Bounds on the periodic kernels in the structure search (inference/applications/structure_search/bounds.py,
 docs/sources/duvenaud.md#period-bounds).
 
 The case that motivated them: on airline (monthly, standardised inputs) the depth-2 search kept Per + RQ with period
@@ -10,8 +10,8 @@ and an ML-II fit started at the degenerate point stays there (the bug) unless th
 import numpy as np
 import pytest
 
-from inference.structure_search.bounds import PeriodBounds, best_admissible
-from inference.structure_search.fit import FitFailure, fit_ml2
+from inference.applications.structure_search.bounds import PeriodBounds, best_admissible
+from inference.applications.structure_search.fit import FitFailure, fit_ml2
 from zoo.kernels import parse
 from zoo.kernels.stationary import Periodic
 

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 import zoo
-from inference.structure_search import search
-from inference.structure_search.fit import fit_ml2
+from inference.applications.structure_search import search
+from inference.applications.structure_search.fit import fit_ml2
 from zoo.errors import OptionError
 from zoo.kernels import SE, Additive, default_values, parse, site_names, with_values
 from zoo.structure.program import Capacity, NotEncodable, encode, gram
@@ -124,7 +124,7 @@ def test_search_gives_the_same_trace_with_either_program(wiggly_line):
 def test_candidates_are_grouped_by_size_and_programs_reused():
     """Groups by terms and factors rounded up to powers of two; a group's capacity holds every member's slots and
     grows from depth to depth; a structure of more than MAX_SHARED_PRODUCTS terms x factors is left out."""
-    from inference.structure_search.search import MAX_SHARED_PRODUCTS, _capacities
+    from inference.applications.structure_search.search import MAX_SHARED_PRODUCTS, _capacities
 
     big, huge = "(SE + Lin) x (Per + RQ) x CP(SE, Lin)", "(SE + Lin) x (Per + RQ) x CP(SE, Lin) x CP(SE, Lin)"
     kernels = {k: parse(k) for k in ["SE + Lin", "Per + RQ", "SE x Per", big, huge]}

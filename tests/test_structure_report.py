@@ -1,4 +1,5 @@
-"""inference.structure_report: the numbers of an ABCD report (Duvenaud 2014, sec. 4.1.3 and App. D) and its pages.
+"""inference.applications.structure_report: the numbers of an ABCD report (Duvenaud 2014, sec. 4.1.3 and App. D) and
+its pages.
 
 Exact checks: each held-out component mean equals dense conditioning on the other folds (``numpy.linalg.solve``, not
 the Cholesky path under test); the greedy order picks, at each step, the component with the lowest CV MAE among all
@@ -15,7 +16,7 @@ import numpy as np
 import pytest
 
 import zoo  # noqa: F401  (float64)
-from inference.structure_report import compute, statistics, write_report
+from inference.applications.structure_report import compute, statistics, write_report
 from zoo import gp
 from zoo.errors import DataError
 from zoo.kernels import SE, WN, Lin, Per

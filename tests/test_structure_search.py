@@ -1,4 +1,4 @@
-"""The kernel grammar's expansion (zoo.structure) and the structure search (inference.structure_search).
+"""The kernel grammar's expansion (zoo.structure) and the structure search (inference.applications.structure_search).
 
 Exact checks: expansion lists worked out by hand, canonical form invariant under commutation and association, no
 duplicates; the result's data-units kernel reproduces the standardised log marginal likelihood exactly; BIC from its
@@ -14,8 +14,8 @@ import jax
 import numpy as np
 import pytest
 
-from inference.structure_search import SearchError, scores, search, structure_posterior
-from inference.structure_search.fit import FitFailure, fit_ml2
+from inference.applications.structure_search import SearchError, scores, search, structure_posterior
+from inference.applications.structure_search.fit import FitFailure, fit_ml2
 from zoo import gp
 from zoo.errors import DataError, OptionError
 from zoo.kernels import parse
@@ -23,7 +23,7 @@ from zoo.structure.canonical import canonical, key
 from zoo.structure.grammar import Grammar, GrammarError, expand
 
 BASIC = ("C.1", "C.2", "C.3")
-search_module = importlib.import_module("inference.structure_search.search")
+search_module = importlib.import_module("inference.applications.structure_search.search")
 
 
 def keys(kernel, grammar):
@@ -271,7 +271,7 @@ def test_laplace_matches_quadrature_on_a_two_parameter_model():
     from numpyro.infer.util import potential_energy
 
     import zoo
-    from inference.program import conditioned_program
+    from inference.core.program import conditioned_program
 
     rng = np.random.default_rng(0)
     X, y = np.linspace(-1.7, 1.7, 60)[:, None], 0.8 + 0.5 * rng.normal(size=60)

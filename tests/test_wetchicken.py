@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import zoo
-from inference import policy_search as ps
+from inference.applications import policy_search as ps
 from zoo import dagp
 from zoo.dagp import transition
 from zoo.data import wetchicken as wc

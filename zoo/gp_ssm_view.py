@@ -54,7 +54,7 @@ class GPSSMView:
     """The GP-SSM view: ``state_space`` (the exact SSM view of the same model), ``to_gpssm(theta) -> GPSSMParams``,
     and, for learning engines, ``initial_params(observed, ar1_fit) -> params`` (Algorithm 1's initialisation from an
     AR1-GP fit, pure) with ``ar1_mean`` ("zero", "identity" or "linear"), the mean that AR1-GP is fitted with
-    (``inference.ar1.initial_params`` fits it and calls ``initial_params``)."""
+    (``inference.applications.ar1.initial_params`` fits it and calls ``initial_params``)."""
 
     state_space: ssm.StateSpaceView
     to_gpssm: Callable[[Any], GPSSMParams]

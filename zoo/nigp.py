@@ -19,7 +19,7 @@ notes) and K_s = K + diag(Sigma~_prev) + sigma_out^2 I in later passes, Sigma~_p
 The slope GP shares the hyperparameters being trained, so ML-II gradients are chained through the slopes
 (autodiff does it). NIGP is a pseudo-likelihood (y_out enters through the slopes too), so it is trained by ML-II,
 not sampled: the model is registered as ``gp/nigp`` with the capability ``noisy_input``, and the engine ``nigp``
-(``inference/nigp.py``: the optimiser and the passes) trains it through the ``noisy_input`` view below;
+(``inference/optimisation/nigp.py``: the optimiser and the passes) trains it through the ``noisy_input`` view below;
 ``params_from`` turns the engine's point estimates back into ``NIGPParams``. This module holds the maths only.
 
 Prediction at a noisy test input y* (eqs. 2.87-2.94): ``predict(..., method="plain")`` uses the NIGP posterior at y*

@@ -85,7 +85,7 @@ def load_dataset(
     against the model here (a DataError naming the file); ``inference.run`` validates the Dataset again."""
     shapes = spec.data_shapes
     # A model that computes an argument from the others when it is missing (the GP-SSMs' pseudo-inputs, see
-    # inference.ar1.prepare) does not need it in the file.
+    # inference.applications.ar1.prepare) does not need it in the file.
     derived = {"pseudo_inputs"} if "pseudo_inputs" in spec.views else set()
     observed = load_data(path, shapes, mapping, optional=derived)
     _check_sizes(spec, path, observed)

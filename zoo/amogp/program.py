@@ -91,7 +91,7 @@ def prior_loc_scale(structure: Structure, key: str) -> tuple[float, float]:
 
 def prior_medians(structure: Structure, K: int) -> dict[str, np.ndarray]:
     """Every hyperparameter at its prior median (where the DSVI guide starts; ``nvc`` starts at the median of 15
-    prior draws, inference/nvc.py's ``PointGuide``)."""
+    prior draws, inference/optimisation/nvc.py's ``PointGuide``)."""
     return {
         name: np.full(shape, np.exp(prior_loc_scale(structure, key)[0]))
         for name, key, shape in hyper_sites(structure, K)

@@ -34,7 +34,7 @@ the guide (MAP; the thesis uses type-II ML plus an unspecified noise prior, docs
 Training is the ``svi`` engine's with the model's guide (``guide="model"``): ``restarts`` keeps the fit with the best
 many-sample bound (the bound has poor local optima, e.g. one broad mode covering all the data, and equally good
 relabelled ones, Kaiser 2021 Fig 3.5), ``init_params`` starts the assignments (``assignment_logits_from_labels``, e.g.
-from ``inference.trimmed.peel``) or continues an earlier run (an entropy warm-up: a run with
+from ``inference.applications.trimmed.peel``) or continues an earlier run (an entropy warm-up: a run with
 ``assignment_entropy=True``, then the paper's objective from its point estimates). How the modes start (``mode_init``;
 the texts leave it open, docs/sources/kaiser.md#dagp-ambiguities): random q(v) means, or constants at y quantiles
 ("levels"). ``fit_from(idata, config_of(spec))`` reads a fit back from the result's point estimates.

@@ -279,5 +279,5 @@ def inner_layer_guide(j: int, count: int, M: int, D: int) -> None:
 def assignment_logits_from_labels(labels, num_modes: int) -> Array:
     """Starting assignment logits (N, K) that put q(a_n) on mode labels[n] (0.9997 at K = 2): the ``svi`` engine's
     ``init_params={"assignment_logits": ...}`` for assignments from, e.g., trimmed GP fits
-    (``inference.trimmed.peel``)."""
+    (``inference.applications.trimmed.peel``)."""
     return TRIMMED_LOGIT * (2.0 * jax.nn.one_hot(jnp.asarray(labels), num_modes) - 1.0)

@@ -26,13 +26,15 @@ Pseudo-inputs are an explicit data-preparation step, not part of ``simulate``. T
 observed inputs by the Titsias bound of an AR1-GP fitted to the data; fitting it is training, which lives in
 ``inference/``. So ``simulate`` returns trajectories only, a model that needs pseudo-inputs declares how to choose
 them in its ``"pseudo_inputs"`` view (a ``PseudoInputRule``: ``num_pseudo``, the family option, and the AR1-GP's
-mean), and ``inference.ar1.with_pseudo_inputs(spec, dataset)`` (the AR1-GP by the ``ml2`` engine, then
+mean), and ``inference.applications.ar1.with_pseudo_inputs(spec, dataset)`` (the AR1-GP by the ``ml2`` engine, then
 ``select_pseudo_inputs``) returns the dataset with ``pseudo_inputs`` in ``observed`` and ``test``.
-``inference.ar1.prepare(spec, data)`` applies it when the model has the view and the data lack pseudo-inputs;
+``inference.applications.ar1.prepare(spec, data)`` applies it when the model has the view and the data lack
+pseudo-inputs;
 ``inference.run`` applies it to the data before validation, so simulated data reach every engine complete. Data
 given with their own ``pseudo_inputs`` are used as they are.
 Likewise the direct method's AR1-GP initialisation: the ``gp_ssm`` view's ``initial_params(observed, fit)`` is pure,
-and the engines pass it the fit of ``inference.ar1.fit_ar1_gp`` (``inference.ar1.initial_params``).
+and the engines pass it the fit of ``inference.applications.ar1.fit_ar1_gp``
+(``inference.applications.ar1.initial_params``).
 """
 
 from functools import partial
@@ -101,7 +103,10 @@ __all__ = [
 
 
 def _num_pseudo(default: int) -> dict[str, Option]:
-    doc = "pseudo-inputs M, chosen from the data by the Titsias bound of the AR1-GP (inference.ar1.with_pseudo_inputs)"
+    doc = (
+        "pseudo-inputs M, chosen from the data by the Titsias bound of the AR1-GP "
+        "(inference.applications.ar1.with_pseudo_inputs)"
+    )
     return {"num_pseudo": Option("int", default, doc, minimum=1)}
 
 

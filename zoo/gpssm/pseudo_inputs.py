@@ -4,7 +4,7 @@ docs/sources/mchutchon.md#pseudo-inputs): pure maths given an AR1-GP fit.
 The thesis pre-selects X~ (M, D+U) from the observed inputs by the Titsias (2009) criterion on a GP fitted to the
 observed transitions. ``select_pseudo_inputs`` adds, one at a time, the observed input [y_{t-1}; u_{t-1}] that most
 increases the collapsed bound summed over outputs, for a given ``AR1GP``. Fitting that AR1-GP is training, so the
-step that runs both (``inference.ar1.with_pseudo_inputs``) lives in ``inference/``. A model that takes its
+step that runs both (``inference.applications.ar1.with_pseudo_inputs``) lives in ``inference/``. A model that takes its
 pseudo-inputs from the data declares how in its ``"pseudo_inputs"`` view, a ``PseudoInputRule``.
 """
 

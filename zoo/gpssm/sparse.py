@@ -91,7 +91,8 @@ def sparse_state_space_view(D: int, U: int, mean: str, gp_prior: bool, m0, P0) -
 
 def initial_params_from_ar1(mean: str, observed: Mapping[str, Any], fit: AR1GP) -> dict[str, Array]:
     """Algorithm 1's initialisation (docs/sources/mchutchon.md#direct) from an AR1-GP ``fit`` with the model's mean
-    (``inference.ar1.fit_ar1_gp``): its hyperparameters; its noise split evenly into process and observation noise;
+    (``inference.applications.ar1.fit_ar1_gp``): its hyperparameters; its noise split evenly into process and
+    observation noise;
     pseudo-targets (D, M) = the AR1-GP predictive mean at observed["pseudo_inputs"] (M, D+U)."""
     F, _ = ar1_gp_predict(fit, observed, jnp.asarray(observed["pseudo_inputs"]))
     params = {
@@ -119,7 +120,8 @@ def sparse_gpssm_spec(
     source: str = SOURCE,
 ) -> ssm.StateSpaceSpec:
     """A sparse GP-SSM spec (M10) on the data of ``simulate`` (trajectories, no pseudo-inputs), with its state-space
-    and GP-SSM views and the ``pseudo_inputs`` view: the rule by which ``inference.ar1.with_pseudo_inputs`` chooses
+    and GP-SSM views and the ``pseudo_inputs`` view: the rule by which
+    ``inference.applications.ar1.with_pseudo_inputs`` chooses
     ``num_pseudo`` pseudo-inputs from the data (docs/sources/mchutchon.md#pseudo-inputs)."""
     D, U = state_dim, control_dim
     m0 = np.zeros(D) if m0 is None else np.asarray(m0, dtype=float)

@@ -1,7 +1,8 @@
 """Observed transitions of SSM data and the AR1-GP baseline's pure parts (M13, docs/sources/mchutchon.md#ar1-gp).
 
 The AR1-GP is a GP per output on the observed pairs [y_{t-1}; u_{t-1}] -> y_t, by ML-II. Its fit is training and
-lives in ``inference.ar1`` (``gp/regression`` with lagged inputs under the ``ml2`` engine); here are the data it is
+lives in ``inference.applications.ar1`` (``gp/regression`` with lagged inputs under the ``ml2`` engine); here are the
+data it is
 fitted to (``observed_transitions``, ``ar1_regression_data``), the fitted values (``AR1GP``) and its predictive
 (``ar1_gp_predict``).
 """

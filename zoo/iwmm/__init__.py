@@ -2,7 +2,7 @@
 latent space, warped into data space by a GP-LVM; with the identity warp, the iGMM baseline.
 
 ``zoo.get("iwmm")`` is the iWMM, ``zoo.get("iwmm", warping="identity")`` the iGMM, ``max_clusters=1`` the fully
-Bayesian GP-LVM of Fig 7.6. Sampled by the ``iwmm`` engine (inference/iwmm.py) through the model's ``iwmm`` view.
+Bayesian GP-LVM of Fig 7.6. Sampled by the ``iwmm`` engine (inference/mcmc/iwmm.py) through the model's ``iwmm`` view.
 """
 
 from functools import partial

@@ -4,5 +4,5 @@ docs/sources/duvenaud.md#grammar).
 - ``canonical``: one canonical form per sum of products, so ``SE + Lin`` and ``Lin + SE`` are one candidate.
 - ``grammar``: the operators C.1-C.11 and ``expand(kernel)``, every candidate once.
 
-Kept import-light: the search itself lives in ``inference.structure_search``.
+Kept import-light: the search itself lives in ``inference.applications.structure_search``.
 """

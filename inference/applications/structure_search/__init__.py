@@ -1,0 +1,13 @@
+"""Greedy structure search over the kernel grammar (Duvenaud 2014, sec. 3.3; docs/sources/duvenaud.md#search).
+
+``search(X, y, depth=..., score="bic")`` returns a ``SearchResult`` (``result.py``): the best model over all depths
+and the trace of every candidate. Modules: ``scales`` (data-scaled starting values), ``fit`` (one candidate by
+ML-II through ``inference.run``), ``scores`` (BIC, Laplace, tempered-SMC evidence, the posterior over structures),
+``search`` (the beam search).
+"""
+
+from inference.applications.structure_search.result import Fitted, SearchResult, Standardisation
+from inference.applications.structure_search.scores import SCORES, structure_posterior
+from inference.applications.structure_search.search import SearchError, search
+
+__all__ = ["SCORES", "Fitted", "SearchError", "SearchResult", "Standardisation", "search", "structure_posterior"]

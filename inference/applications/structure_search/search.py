@@ -1,0 +1,323 @@
+"""The greedy beam search over kernel structures (Duvenaud 2014, sec. 3.3 and App. C;
+docs/sources/duvenaud.md#search and #search-choices).
+
+Depth 1 fits every base kernel (the thesis starts from WN; our model always has its noise variance, so the
+start is "no kernel" and its expansions are the base kernels). At each further depth the ``width`` best kernels
+so far (width 1: the thesis's greedy search) are expanded by every operator of the grammar, each new structure
+(canonical form, ``zoo.structure``) is fitted by ML-II from several restarts (``fit.py``) and scored; structures
+already fitted at an earlier depth are not fitted again. The search stops at ``depth`` or when the best score has
+not improved for ``patience`` depths, and returns the best candidate over all depths with the whole trace.
+Candidates of a depth are independent: fitted in a loop here, or as Dask tasks on local worker processes or a
+cluster (``workers``, ``scheduler``), by compiled marginal likelihoods and gradients shared by the structures of
+similar size (``program="shared"``: the structure is data, ``zoo.structure.program``; or one program per
+structure), the restarts run by scipy's L-BFGS one after another (ml2's ``host-lbfgs``; or ``optimizer="lbfgs"``:
+optax's L-BFGS with the restarts as vmapped chains of one larger compiled program). A candidate that fails
+(numerical failure, an error of the engine) is recorded with its error and score -inf, and the search goes on.
+"""
+
+import contextlib
+import math
+import sys
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+from inference.applications.structure_search.bounds import PeriodBounds
+from inference.applications.structure_search.fit import fit_ml2, start_values
+from inference.applications.structure_search.result import Fitted, SearchResult, Standardisation
+from inference.applications.structure_search.scales import DataScaledFactory, Scales
+from inference.applications.structure_search.scores import SCORES, bic, laplace_log_evidence, tsmc_log_evidence
+from inference.core.cluster import dask_client
+from zoo.errors import DataError, OptionError, ZooError
+from zoo.kernels import NAMES, num_params
+from zoo.structure.grammar import BASIC, OPERATORS, TIME_SERIES_BASE, Grammar, expand
+from zoo.structure.program import Capacity, NotEncodable, encode
+
+PROGRAMS = ("auto", "shared", "per-structure")
+# Largest n at which "auto" shares programs between structures. An evaluation of the shared program gathers every
+# term's factors, padded to the capacity, a working set of ~(bank + terms x factors) n^2 floats: at n = 129-200 it
+# costs 1.3-2x the per-structure program's time, less than the compilation it saves; at n = 300 the working set
+# leaves this machine's 32 MB cache and an evaluation took 3-6x longer (docs/performance.md#shared-program).
+SHARED_MAX_N = 200
+MAX_SHARED_PRODUCTS = 32  # terms x factors of the largest shared program (``_capacities``)
+
+
+class SearchError(ZooError):
+    """A search that cannot run: bad options, or every candidate of the first depth failed."""
+
+
+def _positive_int(name: str, value) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+        raise OptionError(f"{name} must be a positive integer, got {value!r}.")
+    return int(value)
+
+
+def check_data(X, y) -> tuple[np.ndarray, np.ndarray]:
+    """(X (n, D), y (n,)) as float arrays, or a ``DataError``: NaNs or infinities, mismatched lengths, and for a
+    single input column (a time series) inputs that are not strictly increasing."""
+    X, y = np.asarray(X, float), np.asarray(y, float)
+    X = X[:, None] if X.ndim == 1 else X
+    if X.ndim != 2 or y.ndim != 1 or X.shape[0] != y.shape[0]:
+        raise DataError(f"structure search needs X (n, D) and y (n,); got X {X.shape} and y {y.shape}.")
+    for name, a in (("X", X), ("y", y)):
+        bad = ~np.isfinite(a)
+        if bad.any():
+            rows = np.flatnonzero(bad.reshape(a.shape[0], -1).any(1))
+            raise DataError(f"{name} has NaN or infinite values in rows {rows[:10].tolist()} (counted from 0).")
+    if X.shape[1] == 1:
+        steps = np.diff(X[:, 0])
+        if np.any(steps <= 0):
+            i = int(np.flatnonzero(steps <= 0)[0])
+            kind = "duplicate" if steps[i] == 0 else "decreasing"
+            raise DataError(
+                f"the inputs of a series must be strictly increasing; rows {i} and {i + 1} are {kind} "
+                f"({X[i, 0]!r}, {X[i + 1, 0]!r}). Sort the series and merge repeated inputs."
+            )
+    return X, y
+
+
+def _minimum_size(grammar: Grammar) -> int:
+    """Free parameters of the smallest depth-1 model (a base kernel and the noise variance)."""
+    return min(num_params(NAMES[b](), 1) for b in grammar.base) + 1
+
+
+def search(
+    X,
+    y,
+    depth: int = 10,
+    base: tuple[str, ...] = TIME_SERIES_BASE,
+    operators: tuple[str, ...] | None = None,
+    score: str = "bic",
+    width: int = 1,
+    restarts: int = 3,
+    jitter: float = 1.0,
+    num_steps: int = 300,
+    patience: int = 2,
+    optimizer: str = "host-lbfgs",
+    program: str = "auto",
+    seed: int = 0,
+    score_options: dict | None = None,
+    progress: Callable[[str], None] | None = None,
+    workers: int = 1,
+    scheduler: str | None = None,
+) -> SearchResult:
+    """Search kernel structures for y (n,) against X (n, D) (module docstring).
+
+    depth: the number of expansion rounds (depth 1: the base kernels alone). base: base-kernel names. operators:
+    grammar operators (default all of C.1-C.11 for one input column, C.1-C.3 for several). score: "bic" (the
+    thesis), "laplace" or "tsmc" (``scores.py``); BIC is recorded for every candidate whatever ranks them.
+    width: the beam. restarts: ML-II restarts per candidate (chains). optimizer: ml2's optimizer for every candidate
+    ("host-lbfgs": scipy's L-BFGS over one compiled value-and-gradient, a program that compiles in about a second;
+    "lbfgs": optax's L-BFGS in one compiled while_loop, 5-9 s of compilation per candidate and slow on flat
+    optima; docs/performance.md#structure-search). program: "shared" fits the candidates through ``gp/structure``,
+    one compiled program for every group of structures of similar size (``zoo.structure.program``; a kernel it
+    cannot encode, or a very large one, gets its own program), "per-structure" through ``gp/regression`` compiled
+    for each structure, "auto" (default) shared up to ``SHARED_MAX_N`` observations
+    (docs/performance.md#shared-program). progress: a line printer (default stderr). workers: with more than one,
+    each depth's candidates are Dask tasks on a local cluster of that many processes; scheduler: the address of a
+    Dask cluster to use instead (``inference.core.cluster``). Either way the result is the serial search's: every
+    candidate's seed is drawn before any is fitted, and the trace keeps the candidates' order.
+    """
+    X, y = check_data(X, y)
+    depth, width = _positive_int("depth", depth), _positive_int("width", width)
+    restarts, patience = _positive_int("restarts", restarts), _positive_int("patience", patience)
+    workers = _positive_int("workers", workers)
+    if optimizer not in ("lbfgs", "host-lbfgs"):
+        raise OptionError(f"optimizer must be 'lbfgs' or 'host-lbfgs', got {optimizer!r}.")
+    if program not in PROGRAMS:
+        raise OptionError(f"program must be one of {list(PROGRAMS)}, got {program!r}.")
+    if score not in SCORES:
+        raise OptionError(f"score must be one of {list(SCORES)}, got {score!r}.")
+    D = X.shape[1]
+    grammar = Grammar(tuple(base), D, tuple(operators) if operators else (OPERATORS if D == 1 else BASIC))
+    n_min = _minimum_size(grammar)
+    if X.shape[0] <= n_min:
+        raise DataError(
+            f"{X.shape[0]} observations cannot fit even the smallest model of this grammar ({n_min} parameters)."
+        )
+    say = progress or (lambda line: print(line, file=sys.stderr, flush=True))
+    scale = Standardisation.of(X, y)
+    Xs, ys = scale.inputs(X), scale.targets(y)
+    rng = np.random.default_rng(seed)
+    factory = DataScaledFactory(Scales.of(Xs), rng)
+    bounds = PeriodBounds.of(Xs)  # periodic kernels' admissible region (docs/sources/duvenaud.md#period-bounds)
+    options = {
+        "depth": depth,
+        "base": list(grammar.base),
+        "operators": list(grammar.operators),
+        "score": score,
+        "width": width,
+        "restarts": restarts,
+        "jitter": jitter,
+        "num_steps": num_steps,
+        "optimizer": optimizer,
+        "program": program if program != "auto" else ("shared" if X.shape[0] <= SHARED_MAX_N else "per-structure"),
+        "patience": patience,
+        "seed": seed,
+        "score_options": dict(score_options or {}),
+    }
+
+    start = time.perf_counter()
+    trace: list[Fitted] = []
+    fitted_keys: set[str] = set()
+    beam: list[Fitted | None] = [None]
+    best: Fitted | None = None
+    capacities: dict[tuple[int, int], Capacity] = {}  # the shared programs so far, by (terms, factors)
+    stale = 0
+    with _executor(workers, scheduler) as fit_all:
+        for level in range(1, depth + 1):
+            todo = []
+            for parent in beam:
+                for cand in expand(None if parent is None else parent.kernel, grammar, factory):
+                    if cand.key not in fitted_keys:
+                        fitted_keys.add(cand.key)
+                        todo.append((cand, parent))
+            say(f"depth {level}: {len(todo)} candidates")
+            encodings = _encodings([cand for cand, _ in todo], D) if options["program"] == "shared" else {}
+            shared_by_key = _capacities(encodings, capacities)
+            jobs = [
+                (
+                    cand,
+                    parent,
+                    level,
+                    Xs,
+                    ys,
+                    0.1 if parent is None else parent.noise,
+                    options,
+                    int(rng.integers(2**31)),
+                    bounds,
+                    shared_by_key.get(cand.key),
+                )
+                for cand, parent in todo
+            ]
+            this_level: list[Fitted | None] = [None] * len(jobs)
+            leader = best  # as the fits arrive (any order); ``best`` itself is then taken in the candidates' order
+            for done, (i, entry) in enumerate(fit_all(jobs), start=1):
+                this_level[i] = entry
+                leader = _better(leader, entry)
+                status = f"{entry.score:.2f}" if entry.ok else f"failed ({entry.error})"
+                shown = f"{leader.expression} ({leader.score:.2f})" if leader else "-"
+                say(
+                    f"depth {level} [{done}/{len(todo)}] {entry.expression}: {score} {status}, "
+                    f"{entry.wall_s:.1f} s (compile {entry.compile_s:.1f} s); best {shown}"
+                )
+            for entry in this_level:  # ties go to the earlier candidate, as in a serial search
+                best = _better(best, entry)
+            trace.extend(this_level)
+            ok = sorted((e for e in this_level if e.ok), key=lambda e: e.score, reverse=True)
+            if not ok:
+                if level == 1:
+                    raise SearchError("every depth-1 candidate failed: " + "; ".join(e.error for e in this_level))
+                say(f"depth {level}: every candidate failed; stopping")
+                break
+            improved = ok[0] is best and best.depth == level
+            stale = 0 if improved else stale + 1
+            beam = ok[:width]
+            if stale >= patience:
+                say(f"depth {level}: no improvement for {patience} depths; stopping")
+                break
+    return SearchResult(best, trace, X, y, scale, score, options, time.perf_counter() - start)
+
+
+def _better(best: Fitted | None, entry: Fitted) -> Fitted | None:
+    return entry if entry.ok and (best is None or entry.score > best.score) else best
+
+
+@contextlib.contextmanager
+def _executor(workers: int, scheduler: str | None):
+    """``fit_all(jobs) -> iterator of (index, Fitted)``, each job the arguments of ``_evaluate``: in this process
+    in order, or as Dask tasks in the order they finish (``inference.core.cluster``)."""
+    if workers == 1 and scheduler is None:
+        yield lambda jobs: ((i, _evaluate(*job)) for i, job in enumerate(jobs))
+        return
+    with dask_client(scheduler, workers) as client:
+        from dask.distributed import as_completed  # importable: dask_client found Dask
+
+        def fit_all(jobs):
+            futures = {client.submit(_evaluate, *job, pure=False): i for i, job in enumerate(jobs)}
+            for future in as_completed(futures):
+                yield futures[future], future.result()  # _evaluate records failures; a lost worker raises
+
+        yield fit_all
+
+
+def _capacities(encodings: dict, programs: dict) -> dict:
+    """The capacity of the shared program each encodable candidate is fitted with, by key.
+
+    Candidates are grouped by their terms and factors rounded up to powers of two, and each group's capacity holds
+    every member's slots (and those of the same group at earlier depths, so its compiled program is reused while
+    the slots suffice): an evaluation costs about terms x factors gathered products, so a group pads each member by
+    at most 2x in each, where one capacity for the whole depth padded every candidate to the largest (a CP(S, S)
+    doubles S's terms). Structures of more than ``MAX_SHARED_PRODUCTS`` terms x factors are left to their own
+    program. ``programs`` (updated): the capacities so far by (terms, factors)."""
+    out = {}
+    for key, encoding in encodings.items():
+        need = encoding.capacity
+        size = (_power_of_two(need.terms), _power_of_two(need.factors))
+        if size[0] * size[1] > MAX_SHARED_PRODUCTS:
+            continue
+        grown = Capacity(need.slots, *size)
+        programs[size] = grown if size not in programs else programs[size].union(grown)
+        out[key] = size
+    return {key: programs[size] for key, size in out.items()}
+
+
+def _power_of_two(k: int) -> int:
+    return 1 << (k - 1).bit_length()
+
+
+def _encodings(candidates, D: int) -> dict:
+    """The encodable candidates' structures as data (``zoo.structure.program``), by key."""
+    found = {}
+    for cand in candidates:
+        with contextlib.suppress(NotEncodable):  # fitted by its own program
+            found[cand.key] = encode(cand.kernel, D)
+    return found
+
+
+def _evaluate(
+    cand, parent, level: int, Xs, ys, noise: float, options: dict, seed: int, bounds=None, capacity=None
+) -> Fitted:
+    """Fit one candidate (through the shared program of ``capacity`` if given) and score it; failures are
+    recorded, not raised."""
+    entry = Fitted(level, cand.key, cand.operator, None if parent is None else parent.expression)
+    t0 = time.perf_counter()
+    try:
+        fit = fit_ml2(
+            cand.kernel,
+            Xs,
+            ys,
+            noise,
+            options["restarts"],
+            options["jitter"],
+            options["num_steps"],
+            seed,
+            bounds,
+            optimizer=options["optimizer"],
+            capacity=capacity,
+        )
+        entry.compile_s, entry.run_s = fit.compile_s, fit.run_s
+        entry.kernel, entry.noise, entry.log_likelihood = fit.kernel, fit.noise, fit.log_likelihood
+        entry.restart_log_likelihoods = fit.restart_log_likelihoods
+        entry.num_params = num_params(fit.kernel, Xs.shape[1]) + 1
+        entry.bic = bic(fit.log_likelihood, entry.num_params, Xs.shape[0])
+        entry.scores["bic"] = entry.bic
+        extra = options["score_options"]
+        if options["score"] == "laplace":
+            result = laplace_log_evidence(
+                cand.key, Xs, ys, start_values(fit.kernel, fit.noise), options["num_steps"], seed
+            )
+            entry.scores["laplace"] = result["log_evidence"]
+        elif options["score"] == "tsmc":
+            result = tsmc_log_evidence(cand.key, Xs, ys, seed=seed, **extra)
+            entry.scores["tsmc"] = result["log_evidence"]
+        entry.score = entry.scores[options["score"]]
+        if not math.isfinite(entry.score):
+            entry.error = f"non-finite {options['score']} score"
+            entry.score = -math.inf
+    except (ZooError, FloatingPointError, ValueError, RuntimeError, np.linalg.LinAlgError) as exc:
+        entry.error = f"{type(exc).__name__}: {exc}"
+        entry.score = -math.inf
+    entry.wall_s = time.perf_counter() - t0
+    return entry

@@ -1,0 +1,42 @@
+"""The driver every engine and application stands on: ``run`` and the engine registry (``api``), shared engine
+options (``options``), a model's program as engines see it (``program``), chains (``chains``), bounded caches of
+compiled runners (``cache``) and the Dask client (``cluster``). It imports no engine and no application."""
+
+from inference.core import options
+from inference.core.api import (
+    EngineOutput,
+    Timer,
+    engine_names,
+    engines_for,
+    fits,
+    get_engine,
+    package_versions,
+    register_engine,
+    run,
+    validate_options,
+)
+from inference.core.cache import program_cache
+from inference.core.chains import vmapped_chains
+from inference.core.cluster import dask_client
+from inference.core.program import conditioned_program, latent_sites, observed_args, resolve_params
+
+__all__ = [
+    "EngineOutput",
+    "Timer",
+    "conditioned_program",
+    "dask_client",
+    "engine_names",
+    "engines_for",
+    "fits",
+    "get_engine",
+    "latent_sites",
+    "observed_args",
+    "options",
+    "package_versions",
+    "program_cache",
+    "register_engine",
+    "resolve_params",
+    "run",
+    "validate_options",
+    "vmapped_chains",
+]

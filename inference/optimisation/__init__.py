@@ -1,0 +1,6 @@
+"""Engines that optimise: ML-II (``ml2``), NIGP (``nigp``), nested variational compression (``nvc``) and SVI
+(``svi``), and the one optimiser loop they share (``optimise``) with its ELBO (``elbo``)."""
+
+from inference.optimisation import elbo, ml2, nigp, nvc, optimise, svi
+
+__all__ = ["elbo", "ml2", "nigp", "nvc", "optimise", "svi"]
