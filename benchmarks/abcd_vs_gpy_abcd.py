@@ -64,9 +64,8 @@ from inference.files.atomic import atomic_write_text
 from zoo.data import tsdl
 from zoo.errors import OptionError
 from zoo.kernels import num_params, parse
-from zoo.kernels.base import Product, Sum
+from zoo.kernels.base import Constant, Product, Sum
 from zoo.kernels.nonstationary import Changepoint, ChangeWindow
-from zoo.kernels.stationary import Constant
 
 PEER = "gpy-abcd"
 SERIES = "01-airline"

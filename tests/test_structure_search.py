@@ -16,7 +16,7 @@ import pytest
 
 from inference.applications.structure_search import SearchError, scores, search, structure_posterior
 from inference.applications.structure_search.fit import FitFailure, fit_ml2
-from zoo import gp
+from zoo import gp, kernels
 from zoo.errors import DataError, OptionError
 from zoo.kernels import parse
 from zoo.structure.canonical import canonical, key
@@ -195,7 +195,7 @@ def test_search_scores_by_bic_and_finds_the_line(linear_search, tmp_path):
     assert [f.expression for f in result.trace] == ["C", "Lin"]
     assert result.best.expression == "Lin"
     for f in result.trace:
-        assert f.num_params == f.kernel.num_params(1) + 1  # C: 1 + 1; Lin: 3 + 1
+        assert f.num_params == kernels.num_params(f.kernel, 1) + 1  # C: 1 + 1; Lin: 3 + 1
         assert f.bic == pytest.approx(f.log_likelihood - 0.5 * f.num_params * math.log(30), rel=1e-12)
         assert f.log_likelihood == pytest.approx(max(f.restart_log_likelihoods))
     # the data-units model has the standardised model's likelihood (Jacobian n log s_y)

@@ -12,6 +12,7 @@ Kaiser 2021, sec. 2.4). See docs/sources/duvenaud.md#base-kernels and docs/sourc
 from zoo.kernels.additive import Additive
 from zoo.kernels.base import (
     ActiveDims,
+    Constant,
     Kernel,
     KernelError,
     Product,
@@ -35,7 +36,6 @@ from zoo.kernels.priors import (
 )
 from zoo.kernels.stationary import (
     RBF,
-    Constant,
     Cosine,
     Matern12,
     Matern32,

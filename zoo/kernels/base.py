@@ -117,20 +117,6 @@ class Kernel:
     def __str__(self) -> str:
         return self.SYMBOL
 
-    # -- as a model component (zoo.kernels.priors) ---------------------------------------------------------------
-
-    def sample_sites(self, D: int, priors: Any = None, prefix: str = "") -> "Kernel":
-        """This kernel with every hyperparameter drawn from a NumPyro sample site (``zoo.kernels.sample_sites``)."""
-        from zoo.kernels.priors import sample_sites
-
-        return sample_sites(self, D, priors, prefix)
-
-    def num_params(self, D: int = 1) -> int:
-        """Free parameters for BIC, redundant product scales not counted (``zoo.kernels.num_params``)."""
-        from zoo.kernels.priors import num_params
-
-        return num_params(self, D)
-
     def input_dims(self, D: int) -> int:
         """How many input columns this kernel's own hyperparameters see when the data have D."""
         return D
@@ -142,12 +128,25 @@ class Kernel:
         return (D,) if name == "lengthscale" else ()
 
 
+@kernel_dataclass
+class Constant(Kernel):
+    """C: sigma_f^2 (Duvenaud App. B, a constant offset); the kernel a number becomes in ``+`` and ``*``."""
+
+    SYMBOL: ClassVar = "C"
+    PARAMS: ClassVar = ("variance",)
+    variance: Array = 1.0
+
+    def gram(self, X1: Array, X2: Array) -> Array:
+        return jnp.full((X1.shape[0], X2.shape[0]), 1.0) * self.variance
+
+    def diag(self, X: Array) -> Array:
+        return jnp.full(as_inputs(X).shape[0], 1.0) * self.variance
+
+
 def _operand(other: Any, op: str) -> Kernel:
     if isinstance(other, Kernel):
         return other
     if is_scalar(other):
-        from zoo.kernels.stationary import Constant
-
         return Constant(other)
     raise TypeError(
         f"a kernel can be combined with {op} only with another kernel or a number, got {type(other).__name__}."

@@ -12,10 +12,9 @@ offset and location 0). ``str`` prints products with `` x `` and parenthesises s
 import re
 
 from zoo.errors import unknown_name
-from zoo.kernels.base import Kernel, KernelError
+from zoo.kernels.base import Constant, Kernel, KernelError
 from zoo.kernels.nonstationary import Changepoint, ChangeWindow, Linear
 from zoo.kernels.stationary import (
-    Constant,
     Cosine,
     Matern12,
     Matern32,

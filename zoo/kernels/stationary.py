@@ -170,21 +170,6 @@ class Cosine(Kernel):
 
 
 @kernel_dataclass
-class Constant(Kernel):
-    """C: sigma_f^2 (Duvenaud App. B, a constant offset); the kernel a number becomes in ``+`` and ``*``."""
-
-    SYMBOL: ClassVar = "C"
-    PARAMS: ClassVar = ("variance",)
-    variance: Array = 1.0
-
-    def gram(self, X1: Array, X2: Array) -> Array:
-        return jnp.full((X1.shape[0], X2.shape[0]), 1.0) * self.variance
-
-    def diag(self, X: Array) -> Array:
-        return jnp.full(as_inputs(X).shape[0], 1.0) * self.variance
-
-
-@kernel_dataclass
 class White(Kernel):
     """WN: sigma_f^2 delta(x = x') (Duvenaud App. B). Taken as independent noise per data point: variance * I on
     the training Gram ``k(X)``, zero between two input sets ``k(X1, X2)`` (as GPML's covNoise, sklearn's

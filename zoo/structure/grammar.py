@@ -23,9 +23,8 @@ from collections.abc import Callable, Iterator, Sequence
 
 from zoo.errors import ZooError
 from zoo.kernels import NAMES
-from zoo.kernels.base import ActiveDims, Kernel, Product, Sum
+from zoo.kernels.base import ActiveDims, Constant, Kernel, Product, Sum
 from zoo.kernels.nonstationary import Changepoint, ChangeWindow
-from zoo.kernels.stationary import Constant
 from zoo.structure.canonical import add, canonical, factors, key, multiply, summands
 
 OPERATORS = ("C.1", "C.2", "C.3", "C.4", "C.5", "C.6", "C.7", "C.8", "C.9", "C.10", "C.11")

@@ -32,9 +32,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from zoo.kernels import NAMES, default_priors, site_names
-from zoo.kernels.base import ActiveDims, Kernel, Product, Sum
+from zoo.kernels.base import ActiveDims, Constant, Kernel, Product, Sum
 from zoo.kernels.priors import LOCATIONS, parametrised_nodes
-from zoo.kernels.stationary import Constant
 
 Array = Any
 

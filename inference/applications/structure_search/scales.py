@@ -20,9 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from zoo.kernels.base import Kernel
+from zoo.kernels.base import Constant, Kernel
 from zoo.kernels.nonstationary import Changepoint, ChangeWindow
-from zoo.kernels.stationary import Constant
 from zoo.structure.grammar import Factory
 
 
