@@ -21,7 +21,8 @@ import zoo  # noqa: F401  (float64)
 from benchmarks import pf_throughput
 from inference.files.tables import read_published
 from inference.particles.pgas import sweep_timing_grid
-from zoo.data.kink_fixtures import TIMING_PARAMS, timing_problem
+from zoo.data.kink_fixtures import TIMING_PARAMS
+from zoo.gpssm.sparse import kink_timing_problem
 
 # The figure's settings and published times, read from its folder (benchmarks do not import paper_figures).
 FIGURE = Path(__file__).resolve().parents[1] / "paper_figures" / "mchutchon_pgas_timing.py"
@@ -33,7 +34,7 @@ def estep_rows(full: bool, max_cell_s: float | None, repeats: int) -> list[dict]
     """The figure's grid (``inference.particles.pgas.sweep_timing_grid``), each measured cell the fastest of ``repeats``
     calls, with the thesis's time and the speedup."""
     cfg = FULL_GRID if full else QUICK_GRID
-    spec, observed = timing_problem()
+    spec, observed = kink_timing_problem()
     thesis = {(int(r["particles"]), int(r["samples"])): float(r["thesis_s"]) for r in read_published(str(FIGURE))}
     limit = cfg["max_cell_s"] if max_cell_s is None else max_cell_s
     rows = sweep_timing_grid(

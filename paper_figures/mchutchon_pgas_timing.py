@@ -15,7 +15,8 @@ from pathlib import Path
 
 from inference.files.tables import read_published, write_comparison, write_csv
 from inference.particles.pgas import sweep_timing_grid
-from zoo.data.kink_fixtures import TIMING_PARAMS, timing_problem
+from zoo.data.kink_fixtures import TIMING_PARAMS
+from zoo.gpssm.sparse import kink_timing_problem
 
 DESCRIPTION = "McHutchon 2014 Table 3.3: PGAS E-step wall-clock, particles x samples, vs the thesis's Matlab times"
 
@@ -28,7 +29,7 @@ def settings(quick: bool) -> dict:
 
 def timing_grid(cfg: dict) -> list[dict]:
     """The grid's rows (``inference.particles.pgas.sweep_timing_grid``) with the thesis's time and the speedup."""
-    spec, observed = timing_problem()
+    spec, observed = kink_timing_problem()
     thesis = {(int(r["particles"]), int(r["samples"])): float(r["thesis_s"]) for r in read_published(__file__)}
     rows = sweep_timing_grid(
         spec.views["state_space"], TIMING_PARAMS, observed, cfg["particles"], cfg["samples"], cfg["max_cell_s"]

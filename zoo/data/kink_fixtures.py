@@ -2,14 +2,12 @@
 
 With these an E-step sees a model near the data-generating one, so E-step comparisons (PGAS vs ADS, McHutchon 2014
 Tables 3.2 and 3.3) measure the posterior approximation, not the learning. Used by ``benchmarks`` and
-``paper_figures`` alike.
+``paper_figures`` alike. Data only: the model these parameters belong to is built by the model family
+(``zoo.gpssm.sparse.kink_timing_problem``), which builds on the data, not the reverse.
 """
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 
-from zoo import gpssm
 from zoo.data import ssm_systems
 
 
@@ -33,12 +31,3 @@ PARAMS = fixed_kink_params(PSEUDO_INPUTS)
 # the sparse GP-SSM with 10 pseudo-points on [-3, 6], parameters fixed near the truth.
 TIMING_PSEUDO_INPUTS = np.linspace(-3.0, 6.0, 10)[:, None]  # (10, 1)
 TIMING_PARAMS = fixed_kink_params(TIMING_PSEUDO_INPUTS)
-
-
-def timing_problem():
-    """(spec, observed) of Table 3.3's timing problem: the sparse GP-SSM spec and one 20-step kink trajectory with
-    ``TIMING_PSEUDO_INPUTS``; observed as JAX arrays."""
-    spec = gpssm.sparse_gpssm_spec("figure/kink-sparse-10", lambda key: None, 1)
-    data = ssm_systems.kink(jax.random.key(3), num_train=1, num_test=1, num_steps=20)
-    dataset = spec.validate({**data.observed, "pseudo_inputs": TIMING_PSEUDO_INPUTS})
-    return spec, {name: jnp.asarray(value) for name, value in dataset.observed.items()}

@@ -20,6 +20,7 @@ import numpyro
 import numpyro.distributions as dist
 
 from zoo import gp, moments, ssm
+from zoo.data import kink_fixtures, ssm_systems
 from zoo.gp_ssm_view import GPSSMParams, GPSSMView, linear_mean_of, pseudo_predictor
 from zoo.gpssm.parameters import hyper_parameters, mean_parameters
 from zoo.gpssm.pseudo_inputs import PseudoInputRule
@@ -144,3 +145,12 @@ def sparse_gpssm_spec(
         capabilities=frozenset({"continuous", "state_space", "gp_ssm_se"}),
         views=frozen({"state_space": view, "gp_ssm": gp_view, "pseudo_inputs": PseudoInputRule(num_pseudo, mean)}),
     )
+
+
+def kink_timing_problem():
+    """(spec, observed) of Table 3.3's timing problem: the sparse GP-SSM spec and one 20-step kink trajectory with
+    ``zoo.data.kink_fixtures.TIMING_PSEUDO_INPUTS``; observed as JAX arrays."""
+    spec = sparse_gpssm_spec("figure/kink-sparse-10", lambda key: None, 1)
+    data = ssm_systems.kink(jax.random.key(3), num_train=1, num_test=1, num_steps=20)
+    dataset = spec.validate({**data.observed, "pseudo_inputs": kink_fixtures.TIMING_PSEUDO_INPUTS})
+    return spec, {name: jnp.asarray(value) for name, value in dataset.observed.items()}
