@@ -17,6 +17,9 @@ starting point (Algorithm 1), and each step costs one N x N factorisation.
 * ``prepare(spec, data) -> data``: ``with_pseudo_inputs`` when the model has that view and the data carry no
   pseudo-inputs, else the data unchanged; the one place where simulated data get their pseudo-inputs.
 * ``initial_params(gp_view, observed) -> params``: the ``gp_ssm`` view's initialisation from ``fit_ar1_gp``.
+* ``start(gp_view, observed, fixed, given) -> init``: starting values of the sites not fixed, ``given`` over
+  ``initial_params``; a preparation step of ``inference.run`` (``inference.applications.preparation``), so that no
+  engine fits the AR1-GP inside its call.
 """
 
 import dataclasses
@@ -26,6 +29,8 @@ from typing import Any
 import numpy as np
 
 from inference.core.api import run
+from inference.core.program import check_init
+from zoo import ssm
 from zoo.gpssm import AR1GP, ar1_regression_data, select_pseudo_inputs
 from zoo.registry import Dataset, frozen
 
@@ -94,3 +99,15 @@ def initial_params(gp_view, observed: Mapping[str, Any]) -> dict[str, Any]:
     """Algorithm 1's starting parameters: ``gp_view.initial_params(observed, fit)`` with the AR1-GP ``fit`` of the
     view's ``ar1_mean``."""
     return gp_view.initial_params(observed, fit_ar1_gp(observed, gp_view.ar1_mean))
+
+
+def start(gp_view, observed: Mapping[str, Any], fixed: Mapping[str, Any], given: Mapping[str, Any]) -> dict:
+    """Starting values for every parameter site of ``gp_view`` not in ``fixed``: ``given`` over Algorithm 1's AR1-GP
+    start (``initial_params``), which is fitted only when some such site is not in ``given`` (a warm start skips
+    it). ``observed``: the program's arrays as engines see them (``inference.core.program.observed_args``)."""
+    sites = ssm.parameter_sites(gp_view.state_space, observed)
+    check_init(sites, given, fixed)  # a misspelt or misshapen start fails before the fit, not after
+    if not set(sites) - set(fixed) - set(given):
+        return dict(given)
+    fitted = initial_params(gp_view, observed)
+    return {**{name: value for name, value in fitted.items() if name not in fixed}, **given}

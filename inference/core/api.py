@@ -171,6 +171,37 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
+def resolve_model(model: "str | ModelSpec | Callable[..., Any]", data: Any) -> tuple[ModelSpec, Any]:
+    """(the model's spec, its data with a data file read): ``run``'s first step, public so that a caller that
+    prepares data first (``inference.applications.preparation``) sees the same spec and data."""
+    if isinstance(data, str | os.PathLike):
+        data = _read_data_file(model, data)
+    spec = zoo.get(model) if isinstance(model, str | ModelSpec) else program_spec(model, data)
+    return spec, data
+
+
+def check_run(spec: ModelSpec, engine: str, seed: Any, options: Mapping[str, Any]) -> tuple[Engine, dict[str, Any]]:
+    """(the engine, its validated options): that the engine fits the model, that ``seed`` is a non-negative integer
+    and the options are valid, before anything is fitted or compiled."""
+    chosen = get_engine(engine)
+    if not fits(chosen, spec):
+        needs = (chosen.requires, *chosen.alternatives)
+        missing = " or ".join(", ".join(sorted(need - spec.capabilities)) for need in needs)
+        raise IncompatibleEngineError(
+            f"engine {engine!r} needs {missing}, which model {spec.name!r} does not offer"
+            + (f" ({spec.notes})" if spec.notes else "")
+            + f"; engines that fit: {', '.join(engines_for(spec)) or 'none'}."
+        )
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
+        raise OptionError(f"seed must be a non-negative integer, got {seed!r}")
+    return chosen, validate_options(chosen, options)
+
+
+def data_key(seed: int) -> Array:
+    """The key that simulates data when ``run`` is given none (the engine gets the other half of the split)."""
+    return jax.random.split(jax.random.key(int(seed)))[0]
+
+
 def run(
     model: "str | ModelSpec | Callable[..., Any]",
     data: "Dataset | Mapping[str, Any] | None" = None,
@@ -178,7 +209,9 @@ def run(
     seed: int = 0,
     **options: Any,
 ):
-    """Run ``engine`` on ``model`` and return ``az.InferenceData``.
+    """Run ``engine`` on ``model`` and return ``az.InferenceData``: the driver, with no preparation step.
+    ``inference.run`` (``inference.applications.preparation.run``) runs the steps a model declares (the GP-SSMs'
+    pseudo-inputs and AR1-GP start) first and then this.
 
     model: a registered name, a ModelSpec, or any NumPyro program whose keyword arguments are its data
         (``zoo.programs``; docs/own-model.md).
@@ -188,27 +221,12 @@ def run(
     options: engine options (``num_chains``, ``num_samples``, ``params``, ...); see ``zoo list``.
     Raises ZooError subclasses for unknown names, engines that do not fit, bad data or options.
     """
-    from inference.applications.ar1 import prepare  # ar1 fits through run itself
     from inference.results import diagnostics
 
-    if isinstance(data, str | os.PathLike):
-        data = _read_data_file(model, data)
-    spec = zoo.get(model) if isinstance(model, str | ModelSpec) else program_spec(model, data)
-    chosen = get_engine(engine)
-    if not fits(chosen, spec):
-        options = (chosen.requires, *chosen.alternatives)
-        missing = " or ".join(", ".join(sorted(needs - spec.capabilities)) for needs in options)
-        raise IncompatibleEngineError(
-            f"engine {engine!r} needs {missing}, which model {spec.name!r} does not offer"
-            + (f" ({spec.notes})" if spec.notes else "")
-            + f"; engines that fit: {', '.join(engines_for(spec)) or 'none'}."
-        )
-    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
-        raise OptionError(f"seed must be a non-negative integer, got {seed!r}")
-    opts = validate_options(chosen, options)
-    data_key, engine_key = jax.random.split(jax.random.key(int(seed)))
-    # A model's data-preparation step (the GP-SSMs' pseudo-inputs, chosen by a fit: docs/architecture.md#gp-ssm-view)
-    dataset = spec.validate(prepare(spec, spec.simulate(data_key) if data is None else data))
+    spec, data = resolve_model(model, data)
+    chosen, opts = check_run(spec, engine, seed, options)
+    simulate_key, engine_key = jax.random.split(jax.random.key(int(seed)))
+    dataset = spec.validate(spec.simulate(simulate_key) if data is None else data)
     if "params" in opts:
         opts["params"] = resolve_params(spec, dataset, opts["params"])
 

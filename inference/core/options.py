@@ -62,3 +62,9 @@ def adaptive_mcmc() -> dict[str, Option]:
         "params": params({}),
         "target_accept": target_accept(0.8),
     }
+
+
+def init() -> Option:
+    """Starting values of learned parameter sites. An engine whose model view declares a start (the GP-SSM view's
+    ``initial_params``) gets the rest from ``inference.run``'s preparation step (docs/architecture.md#preparation)."""
+    return Option("mapping", {}, "starting values by site name (the rest: the start the model's view declares)")

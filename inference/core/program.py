@@ -76,3 +76,19 @@ def _as_jax(arrays: Mapping[str, Any]) -> dict[str, Any]:
 def observed_args(dataset: Dataset) -> dict[str, jax.Array]:
     """The program's keyword arguments as JAX arrays."""
     return _as_jax(dataset.observed)
+
+
+def check_init(sites: Mapping[str, Mapping[str, Any]], init: Mapping[str, Any], fixed: Mapping[str, Any]) -> None:
+    """Refuse an ``init`` option (starting values by site name) that names no site of ``sites`` (name ->
+    {"shape", ...}), gives a value of the wrong shape or a start for a site ``fixed`` holds: ``OptionError``. Run
+    before any start is fitted or anything compiled (by the preparation step and again by the engine)."""
+    unknown, both = sorted(set(init) - set(sites)), sorted(set(init) & set(fixed))
+    if unknown:
+        raise OptionError(f"init names {unknown}, which are not parameter sites; the sites are {sorted(sites)}.")
+    if both:
+        raise OptionError(f"init and params both give {both}; a fixed parameter has no starting value.")
+    for name, value in init.items():
+        if np.shape(value) != tuple(sites[name]["shape"]):
+            raise OptionError(
+                f"init[{name!r}] has shape {np.shape(value)}; the site has {tuple(sites[name]['shape'])}."
+            )

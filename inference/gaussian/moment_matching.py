@@ -31,11 +31,10 @@ import optax
 from jax.scipy.linalg import cho_solve
 from numpyro.distributions import biject_to
 
-from inference.applications import ar1
 from inference.core import options as opt
 from inference.core.api import EngineOutput, register_engine
 from inference.core.cache import program_cache
-from inference.core.program import observed_args
+from inference.core.program import check_init, observed_args
 from inference.gaussian.kalman import (
     ForwardPass,
     Smoothed,
@@ -47,7 +46,6 @@ from inference.gaussian.kalman import (
 from zoo import moments, ssm
 from zoo.errors import OptionError
 from zoo.gp_ssm_view import GPSSMParams, linear_mean_of, pseudo_predictor
-from zoo.options import Option
 
 Array = Any
 
@@ -178,28 +176,20 @@ def _transforms(gp_view, observed, learned: tuple[str, ...]):
 
 
 def _learned_and_fixed(gp_view, dataset, fixed_params, start: dict | None = None) -> tuple[dict, dict]:
-    """(starting values of the learned sites, fixed values). ``start`` (by site name) overrides Algorithm 1's AR1-GP
-    initialisation, which is fitted only when some learned site is not in ``start`` (a warm start skips it)."""
+    """(starting values of the learned sites, fixed values). ``start``: the ``init`` option, which ``inference.run``
+    completes with Algorithm 1's AR1-GP start before the engine runs (``inference.applications.ar1.start``), so no
+    engine fits the AR1-GP inside its call."""
     observed = observed_args(dataset)
     sites = ssm.parameter_sites(gp_view.state_space, observed)
     fixed, start = dict(fixed_params or {}), dict(start or {})
-    unknown, both = sorted(set(start) - set(sites)), sorted(set(start) & set(fixed))
-    if unknown:
-        raise OptionError(f"init names {unknown}, which are not parameter sites; the sites are {sorted(sites)}.")
-    if both:
-        raise OptionError(f"init and params both give {both}; a fixed parameter has no starting value.")
-    for name, value in start.items():
-        if np.shape(value) != tuple(sites[name]["shape"]):
-            raise OptionError(
-                f"init[{name!r}] has shape {np.shape(value)}; the site has {tuple(sites[name]['shape'])}."
-            )
-    learned = set(sites) - set(fixed)
-    if learned - set(start):
-        start = {**ar1.initial_params(gp_view, observed), **start}
+    check_init(sites, start, fixed)
     init = {k: jnp.asarray(v) for k, v in start.items() if k not in fixed}
     missing = set(sites) - set(init) - set(fixed)
     if missing:
-        raise OptionError(f"no initial value for parameters {sorted(missing)}; pass them in params.")
+        raise OptionError(
+            f"no initial value for parameters {sorted(missing)}; pass them in init or params (inference.run fills "
+            "init with the AR1-GP start; inference.core.api.run does not)."
+        )
     return init, fixed
 
 
@@ -230,6 +220,7 @@ def ads_runner(gp_view, form: str, num_samples: int):
     options={
         "num_samples": opt.num_samples(500, doc="joint smoothing draws per trajectory"),
         "params": opt.params(),
+        "init": opt.init(),
         "form": opt.choice("rts", ("rts", "ep"), "rts: ADS (GP-ADF + RTS-like backward pass); ep: moment-matching EP"),
     },
     summary="Assumed-density smoothing (GP-ADF + RTS-like backward pass), or moment-matching EP; fixed parameters",
@@ -237,7 +228,7 @@ def ads_runner(gp_view, form: str, num_samples: int):
 def ads(spec, dataset, key, timer, **options) -> EngineOutput:
     """Parameters: ``params`` over the AR1-GP initialisation of the GP-SSM view (Algorithm 1's starting point)."""
     gp_view = spec.views["gp_ssm"]
-    init, fixed = _learned_and_fixed(gp_view, dataset, options["params"])
+    init, fixed = _learned_and_fixed(gp_view, dataset, options["params"], options["init"])
     run = ads_runner(gp_view, options["form"], options["num_samples"])
     draws, mean, cov, log_lik = timer.call(run, key, {**init, **fixed}, observed_args(dataset))
     return EngineOutput(
@@ -321,7 +312,7 @@ def direct_runner(gp_view, names: tuple[str, ...], optimizer: str, num_steps: in
         "learning_rate": opt.learning_rate(0.01),
         "num_samples": opt.num_samples(200, doc="smoothing draws per trajectory at the optimum"),
         "params": opt.params({}),
-        "init": Option("mapping", {}, "starting values by site name (the rest: Algorithm 1's AR1-GP initialisation)"),
+        "init": opt.init(),
     },
     summary="Direct method (Algorithm 1): maximise the GP-ADF approximate marginal likelihood by L-BFGS or Adam",
 )
@@ -470,6 +461,7 @@ def em_runner(gp_view, names: tuple[str, ...], num_em: int, m_steps: int, num_sa
         "m_step_steps": opt.num_steps(20, doc="L-BFGS steps per M-step"),
         "num_samples": opt.num_samples(200, doc="smoothing draws per trajectory at the end"),
         "params": opt.params({}),
+        "init": opt.init(),
     },
     summary="Analytic EM (GPIL): ADS E-step, closed-form pseudo-targets and observation noise, L-BFGS on the rest",
 )
@@ -482,9 +474,9 @@ def analytic_em(spec, dataset, key, timer, **options) -> EngineOutput:
 
 def run_gp_ssm_em(spec, dataset, key, timer, options, num_draws: int, e_step) -> EngineOutput:
     """EM on a sparse GP-SSM with the analytic M-step and the given E-step (``em_runner``), shared by ``analytic-em``
-    and ``is-ep-em``: options ``num_steps``, ``m_step_steps``, ``params``."""
+    and ``is-ep-em``: options ``num_steps``, ``m_step_steps``, ``params``, ``init``."""
     gp_view = spec.views["gp_ssm"]
-    init, fixed = _learned_and_fixed(gp_view, dataset, options["params"])
+    init, fixed = _learned_and_fixed(gp_view, dataset, options["params"], options["init"])
     names = tuple(sorted(n for n in init if n not in ("obs_var", "pseudo_targets")))
     run = em_runner(gp_view, names, options["num_steps"], int(options["m_step_steps"]), num_draws, e_step)
     draws, mean, cov, learned, traces, log_lik = timer.call(run, key, init, fixed, observed_args(dataset))

@@ -417,7 +417,7 @@ def ep_options(num_samples: int) -> dict[str, Option]:
 @register_engine(
     "is-ep",
     requires={"gp_ssm_se"},
-    options={**ep_options(10000), "params": opt.params()},
+    options={**ep_options(10000), "params": opt.params(), "init": opt.init()},
     summary="Sampling EP (Algorithm 3): MC-EP or IS-EP smoothed marginals of a GP-SSM at fixed parameters",
 )
 def is_ep(spec, dataset, key, timer, **options) -> EngineOutput:
@@ -426,7 +426,7 @@ def is_ep(spec, dataset, key, timer, **options) -> EngineOutput:
     the AR1-GP initialisation). point_estimates: states_mean (1, K, T, D), states_cov (1, K, T, D, D), states_cross
     (1, K, T-1, D, D); traces: skipped_updates (1, iters) and min_ess (1, iters)."""
     gp_view = spec.views["gp_ssm"]
-    init, fixed = _learned_and_fixed(gp_view, dataset, options["params"])
+    init, fixed = _learned_and_fixed(gp_view, dataset, options["params"], options["init"])
     run = ep_runner(gp_view, options["num_samples"], options["num_ep_iters"], options["num_draws"])
     draws, mean, cov, cross, skipped, min_ess, log_lik = timer.call(
         run,
@@ -454,6 +454,7 @@ def is_ep(spec, dataset, key, timer, **options) -> EngineOutput:
         "num_steps": opt.num_steps(6, doc="EM iterations"),
         "m_step_steps": opt.num_steps(20, doc="L-BFGS steps per M-step"),
         "params": opt.params({}),
+        "init": opt.init(),
     },
     summary="EM with a sampling-EP E-step (IS-EP-EM, sec. 3.6.2) and the analytic M-step of analytic-em",
 )

@@ -46,7 +46,6 @@ import numpy as np
 import optax
 from numpyro.distributions import biject_to
 
-from inference.applications import ar1
 from inference.core import options as opt
 from inference.core.api import EngineOutput, register_engine
 from inference.core.cache import program_cache
@@ -324,24 +323,22 @@ def m_step_kind(spec) -> str:
     return "gp_ssm" if "gp_ssm" in spec.views else "gradient"
 
 
-def starting_params(spec, dataset, params) -> dict[str, Array]:
-    """The starting point: ``params`` over the GP-SSM's AR1-GP initialisation (when the model has one)."""
+def starting_params(spec, dataset, params, init) -> dict[str, Array]:
+    """The starting point: ``params`` over ``init``, which ``inference.run`` completes with the GP-SSM's AR1-GP
+    initialisation when the model has one (``inference.applications.ar1.start``)."""
     observed = observed_args(dataset)
     sites = ssm.parameter_sites(spec.views["state_space"], observed)
-    start = {}
-    if "gp_ssm" in spec.views:
-        start.update(ar1.initial_params(spec.views["gp_ssm"], observed))
-    start.update(params or {})
+    start = {**(init or {}), **(params or {})}
     missing = sorted(set(sites) - set(start))
     if missing:
-        raise OptionError(f"no starting value for parameters {missing}; pass them in params.")
+        raise OptionError(f"no starting value for parameters {missing}; pass them in params or init.")
     return {name: jnp.asarray(start[name], dtype=float) for name in sites}
 
 
 def run_particle_em(spec, dataset, key, timer, options, full_steps: int | None, exponent: float) -> EngineOutput:
     view = spec.views["state_space"]
     check_fully_adapted(view)
-    start = starting_params(spec, dataset, options["params"])
+    start = starting_params(spec, dataset, options["params"], options["init"])
     fixed = tuple(options["fixed"])
     unknown = sorted(set(fixed) - set(start))
     if unknown:
@@ -382,6 +379,7 @@ COMMON_OPTIONS = {
     "m_step_steps": Option("int", 20, "Adam steps per M-step on the sites without a closed form", minimum=0),
     "learning_rate": opt.learning_rate(0.01),
     "params": opt.params(),
+    "init": opt.init(),
     "fixed": Option("str", (), "sites held at their starting values", sequence=True),
     "pseudo_target_prior": opt.choice("none", PSEUDO_TARGET_PRIORS, "gp: the GP prior on the pseudo-targets"),
 }

@@ -34,8 +34,8 @@ from inference.applications.pilco import cost as costs
 from inference.applications.pilco import inputs as gp_inputs
 from inference.applications.pilco import plant, policies
 from inference.applications.pilco import trajectory as tr
+from inference.applications.preparation import run
 from inference.core import options as opt
-from inference.core.api import run
 from inference.core.program import observed_args
 from inference.optimisation import optimise
 from zoo import moments, ssm
