@@ -41,6 +41,34 @@ from zoo.errors import DataError, OptionError, unknown_name
 from zoo.gp import JITTER
 from zoo.kernels import Kernel
 
+__all__ = [
+    "AcquisitionInfo",
+    "AggregationInfo",
+    "Algorithm",
+    "CorrectionInfo",
+    "EDITS",
+    "FixedGP",
+    "GATES",
+    "JitterWarning",
+    "RULES",
+    "State",
+    "UNCERTAINTY_THRESHOLD",
+    "aggregator",
+    "append",
+    "corrector",
+    "fixed_gp",
+    "init",
+    "kernel_edit",
+    "learner",
+    "max_variance",
+    "min_norm_edit",
+    "posterior",
+    "random_pick",
+    "run_acquisitions",
+    "run_stream",
+    "warn_if_jittered",
+]
+
 Array = Any
 UNCERTAINTY_THRESHOLD = 0.4  # default gate on var_f / k(x, x) (docs/sources/franzese.md#active-learning)
 

@@ -34,6 +34,17 @@ from zoo import ssm
 from zoo.gpssm import AR1GP, ar1_regression_data, select_pseudo_inputs
 from zoo.registry import Dataset, frozen
 
+__all__ = [
+    "LEARNING_RATE",
+    "NUM_STEPS",
+    "fit_ar1_gp",
+    "fit_output_gps",
+    "initial_params",
+    "prepare",
+    "start",
+    "with_pseudo_inputs",
+]
+
 NUM_STEPS = 150
 LEARNING_RATE = 0.05
 

@@ -25,6 +25,23 @@ from zoo import moments
 from zoo.gp import mvn_logpdf_chol
 from zoo.gp_ssm_view import GPSSMParams, linear_mean_of, pseudo_predictor
 
+__all__ = [
+    "Dynamics",
+    "dynamics_of",
+    "gaussian_score",
+    "gpssm_predict",
+    "latent_log_density",
+    "multi_step_scores",
+    "noise_percent_error",
+    "one_step_nlp",
+    "one_step_scores",
+    "point_predict",
+    "ranks",
+    "simulate",
+    "simulate_gpssm",
+    "stack_dynamics",
+]
+
 Array = Any
 
 

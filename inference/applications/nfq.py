@@ -16,6 +16,8 @@ import jax
 import jax.numpy as jnp
 import optax
 
+__all__ = ["NfqSettings", "action_grid", "fitted_q_iteration", "greedy_actions", "greedy_values", "q_values"]
+
 Array = Any
 
 

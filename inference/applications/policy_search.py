@@ -18,6 +18,8 @@ import jax
 import jax.numpy as jnp
 import optax
 
+__all__ = ["PolicySettings", "init_policy", "policy_actions", "policy_search", "sampled_return"]
+
 Array = Any
 
 

@@ -36,6 +36,18 @@ import optax
 from zoo import gp
 from zoo.kernels import SquaredExponential
 
+__all__ = [
+    "CONCENTRATION_STEPS",
+    "HYPER_STEPS",
+    "LEARNING_RATE",
+    "START_SIZE",
+    "best_subset",
+    "fit_se_ml2",
+    "peel",
+    "se_from_log",
+    "subset_sizes",
+]
+
 Array = Any
 START_SIZE = 2
 CONCENTRATION_STEPS = 3

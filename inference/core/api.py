@@ -27,6 +27,23 @@ from zoo.options import validate as validate_declared
 from zoo.programs import declared_data_shapes, program_spec
 from zoo.registry import Dataset, ModelSpec
 
+__all__ = [
+    "Engine",
+    "EngineOutput",
+    "Timer",
+    "check_run",
+    "data_key",
+    "engine_names",
+    "engines_for",
+    "fits",
+    "get_engine",
+    "package_versions",
+    "register_engine",
+    "resolve_model",
+    "run",
+    "validate_options",
+]
+
 Array = Any
 
 

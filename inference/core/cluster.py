@@ -10,6 +10,8 @@ from typing import Any
 
 from zoo.errors import ZooError
 
+__all__ = ["dask_client"]
+
 try:
     from dask.distributed import WorkerPlugin
 except ImportError:  # Dask is an optional extra; dask_client says how to install it

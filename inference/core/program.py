@@ -13,6 +13,8 @@ from zoo import sites
 from zoo.errors import OptionError, unknown_name
 from zoo.registry import Dataset, ModelSpec
 
+__all__ = ["check_init", "conditioned_program", "latent_sites", "observed_args", "resolve_params"]
+
 
 @cache
 def conditioned_program(spec: ModelSpec):

@@ -7,6 +7,8 @@ killed writer can leave only such temporary files behind, which its owner may re
 import os
 from pathlib import Path
 
+__all__ = ["TEMP_MARK", "atomic_write_bytes", "atomic_write_text"]
+
 TEMP_MARK = ".tmp-"
 
 

@@ -31,6 +31,8 @@ import numpy as np
 from zoo.errors import DataError
 from zoo.registry import Dataset
 
+__all__ = ["SUFFIXES", "file_digest", "load_data", "load_dataset", "parse_mapping"]
+
 Shape = tuple[int | str, ...]
 SUFFIXES = (".csv", ".npz", ".nc")
 # Cells a spreadsheet or R writes for a missing value: reported as missing, not as "not a number".

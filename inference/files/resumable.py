@@ -15,6 +15,8 @@ import jax
 
 from inference.files.atomic import atomic_write_bytes
 
+__all__ = ["cache_path", "cached", "load_cached"]
+
 
 def cached(folder: Path | None, label: str, key: object, compute: Callable[[], Any]) -> tuple[Any, float]:
     """``compute()``'s result and its wall time (s): loaded from ``folder/<label>-<hash of key>.pkl`` when it

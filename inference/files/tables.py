@@ -10,6 +10,8 @@ import numpy as np
 
 from inference.files.atomic import atomic_write_text
 
+__all__ = ["markdown_table", "mean_and_se", "read_published", "write_comparison", "write_csv"]
+
 
 def read_published(script_file: str) -> list[dict[str, str]]:
     """The published numbers stored next to a script as ``<script>_published.csv``."""

@@ -21,6 +21,20 @@ from inference.core.cache import program_cache
 from inference.core.program import observed_args
 from zoo import ssm
 
+__all__ = [
+    "ForwardPass",
+    "Smoothed",
+    "backward_sample",
+    "forward_pass_from_scan",
+    "kalman",
+    "kalman_filter",
+    "kalman_runner",
+    "kalman_smoother",
+    "masked_update",
+    "rts_smoother",
+    "smoothing_gains",
+]
+
 Array = Any
 
 

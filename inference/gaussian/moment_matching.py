@@ -47,6 +47,26 @@ from zoo import moments, ssm
 from zoo.errors import OptionError
 from zoo.gp_ssm_view import GPSSMParams, linear_mean_of, pseudo_predictor
 
+__all__ = [
+    "adf_all",
+    "adf_forward",
+    "ads",
+    "ads_e_step",
+    "ads_runner",
+    "analytic_em",
+    "closed_form_obs_var",
+    "direct",
+    "direct_runner",
+    "em_runner",
+    "ep_backward",
+    "minimise",
+    "optimal_beta",
+    "run_gp_ssm_em",
+    "smooth_all",
+    "time_update",
+    "transition_q",
+]
+
 Array = Any
 
 

@@ -70,6 +70,35 @@ from inference.gaussian.moment_matching import (
 from zoo import moments, ssm
 from zoo.options import Option
 
+__all__ = [
+    "EPResult",
+    "Gaussian",
+    "MAX_CORRELATION",
+    "TwoSlice",
+    "VARIANTS",
+    "condition_gaussian_on_factor",
+    "damped_update",
+    "ep_all",
+    "ep_e_step",
+    "ep_one_trajectory",
+    "ep_options",
+    "ep_runner",
+    "ep_smoother",
+    "gpssm_transition",
+    "is_ep",
+    "is_ep_em",
+    "is_positive_definite",
+    "is_psd",
+    "linear_gaussian_two_slice",
+    "observation_factors",
+    "pseudo_forward",
+    "sample_natural",
+    "sampling_two_slice",
+    "to_moments",
+    "to_natural",
+    "weighted_moments",
+]
+
 Array = Any
 VARIANTS = ("mc", "is")
 MAX_CORRELATION = 0.999

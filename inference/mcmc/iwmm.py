@@ -37,6 +37,18 @@ from inference.core.chains import vmapped_chains
 from zoo.errors import DataError
 from zoo.options import Option
 
+__all__ = [
+    "SCALE_STEP",
+    "SHIFT_STEP",
+    "gibbs_sweep",
+    "iwmm",
+    "iwmm_runner",
+    "split_merge",
+    "split_merge_moves",
+    "summaries",
+    "symmetry_moves",
+]
+
 
 def gibbs_sweep(key, labels, X, view):
     """One collapsed Gibbs sweep over points 0..N-1 (E.9). labels (N,) int32 in [0, K); X (N, Q).

@@ -33,6 +33,8 @@ from inference.core.chains import vmapped_chains
 from inference.core.program import conditioned_program, observed_args
 from zoo.options import Option
 
+__all__ = ["COMMON_OPTIONS", "RUNNER_OPTIONS", "hmc", "initial_positions", "nuts", "sampler", "stan_adaptation"]
+
 COMMON_OPTIONS = {
     **opt.adaptive_mcmc(),
     "dense_mass": Option("bool", False, "adapt a dense mass matrix (else diagonal)"),

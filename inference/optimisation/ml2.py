@@ -36,6 +36,8 @@ from inference.optimisation import optimise
 from zoo.errors import OptionError
 from zoo.options import Option
 
+__all__ = ["OBJECTIVES", "OPTIMIZERS", "host_program", "log_terms", "ml2", "ml2_runner", "supports"]
+
 OBJECTIVES = ("ml", "map")
 OPTIMIZERS = ("lbfgs", "adam", "host-lbfgs")
 

@@ -64,6 +64,47 @@ from zoo import ssm
 from zoo.errors import OptionError
 from zoo.gp import small_cholesky, small_solve_lower
 
+__all__ = [
+    "AdaptedMoments",
+    "FILTERS",
+    "FILTER_OPTIONS",
+    "FilterOutput",
+    "RESAMPLERS",
+    "SCORE_METHODS",
+    "adapted_draw",
+    "adapted_initial_step",
+    "adapted_moments",
+    "categorical",
+    "complete_data_increment",
+    "constrain",
+    "depends_on_input",
+    "filter_runner",
+    "forward_smoothing_update",
+    "gaussian_each",
+    "initial_increment",
+    "linear_gaussian_emission",
+    "log_likelihood_and_score",
+    "log_prob_each",
+    "ml_runner",
+    "multinomial",
+    "mvn_log_prob_each",
+    "ndtri",
+    "normal_from_uniforms",
+    "parameter_transform",
+    "particle_filter",
+    "pf",
+    "pf_ml",
+    "sample_each",
+    "sample_paths",
+    "shared_gaussian",
+    "site_transforms",
+    "standard_normal",
+    "systematic",
+    "take",
+    "trace_path",
+    "unconstrain",
+]
+
 Array = Any
 
 

@@ -45,6 +45,17 @@ from inference.particles.pf import (
 from zoo import ssm
 from zoo.errors import OptionError
 
+__all__ = [
+    "check_fully_adapted",
+    "conditional_smc_sweep",
+    "initial_reference",
+    "pgas",
+    "pgas_chain",
+    "pgas_runner",
+    "sweep_timing_grid",
+    "time_sweeps",
+]
+
 
 def conditional_smc_sweep(view, theta, key, reference, y, mask, u, num_particles: int):
     """One PGAS sweep for one trajectory: reference (T, D), y (T, E), mask (T,), u (T, U) -> new path (T, D)."""

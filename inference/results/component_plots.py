@@ -13,6 +13,8 @@ matplotlib.use("Agg")  # files only, never a window
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+__all__ = ["plot_component_correlations", "plot_decomposition"]
+
 
 def plot_decomposition(
     grids: Sequence[np.ndarray],

@@ -16,6 +16,17 @@ import xarray as xr
 
 from zoo.registry import Dataset
 
+__all__ = [
+    "compare",
+    "engine_stats",
+    "from_netcdf",
+    "gaussian_log_density",
+    "posterior_moments",
+    "summary",
+    "to_inference_data",
+    "to_netcdf",
+]
+
 with warnings.catch_warnings():
     # ArviZ 0.23 announces its 1.x refactor in a FutureWarning on the first import of each day; the pin
     # (pyproject.toml) keeps us on 0.23, and every ArviZ call lives in this module, so the move is one change here.

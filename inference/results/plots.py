@@ -15,6 +15,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import xarray as xr  # noqa: E402
 
+__all__ = ["SAMPLE_DIMS", "first_components", "message_figure", "plot_marginals", "plot_trace_rank", "shared_variables"]
+
 SAMPLE_DIMS = ("chain", "draw")
 
 

@@ -21,6 +21,17 @@ from jax.scipy.linalg import cho_solve
 
 from inference.applications.pilco.trig import sin_moments
 
+__all__ = [
+    "SaturatingCost",
+    "augment",
+    "augmented_moments",
+    "cost_at",
+    "expected_cost",
+    "expected_gaussian",
+    "state_cost",
+    "tip_cost",
+]
+
 Array = Any
 
 

@@ -19,6 +19,8 @@ from jax.scipy.linalg import cho_solve
 from inference.applications.pilco.trig import sin_moments
 from zoo import moments
 
+__all__ = ["InputMap", "angle_map", "apply", "expected_gradient", "input_moments"]
+
 Array = Any
 
 

@@ -20,6 +20,8 @@ import numpy as np
 from inference.applications.pilco.cost import SaturatingCost, tip_cost
 from zoo.data import ssm_systems
 
+__all__ = ["ANGLE", "OBS_STD_TABLE_4_1", "SwingUp", "Trial", "random_controller", "rollout", "trials_as_data"]
+
 Array = Any
 
 OBS_STD_TABLE_4_1 = ssm_systems.CARTPOLE_OBS_STD_TABLE_4_1

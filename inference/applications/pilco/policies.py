@@ -36,6 +36,31 @@ from inference.applications.pilco import inputs as policy_inputs
 from inference.applications.pilco.trig import sin_moments
 from zoo import moments
 
+__all__ = [
+    "ActionMoments",
+    "LinearPolicy",
+    "MappedPolicy",
+    "PSEUDO_TARGET_NOISE",
+    "PseudoTargetRBF",
+    "RBFPolicy",
+    "SQUASH_FREQUENCIES",
+    "SQUASH_WEIGHTS",
+    "action",
+    "action_moments",
+    "as_rbf",
+    "init_linear",
+    "init_mapped_rbf",
+    "init_pseudo_target_rbf",
+    "init_rbf",
+    "input_dim",
+    "num_controls",
+    "pre_squash",
+    "pre_squash_moments",
+    "squash",
+    "squash_moments",
+    "trainable",
+]
+
 Array = Any
 
 SQUASH_FREQUENCIES = jnp.array([1.0, 3.0])

@@ -26,6 +26,19 @@ from inference.applications.pilco import inputs as gp_inputs
 from inference.applications.pilco import policies
 from zoo import moments
 
+__all__ = [
+    "GPDynamics",
+    "ParticleNoise",
+    "expected_total_cost",
+    "mm_step",
+    "mm_trajectory",
+    "particle_noise",
+    "particle_total_cost",
+    "particle_trajectory",
+    "state_action",
+    "with_weights",
+]
+
 Array = Any
 
 

@@ -16,6 +16,8 @@ from typing import Any
 
 import jax.numpy as jnp
 
+__all__ = ["sin_moments"]
+
 Array = Any
 
 

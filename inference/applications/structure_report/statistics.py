@@ -33,6 +33,21 @@ from zoo.errors import DataError
 from zoo.kernels import Kernel, Sum
 from zoo.structure.describe import Description, describe, terms
 
+__all__ = [
+    "ComponentRow",
+    "Curve",
+    "MAE_FLAT",
+    "NUM_FOLDS",
+    "NUM_SAMPLES",
+    "ReportNumbers",
+    "VARIANCE_EXPLAINED",
+    "compute",
+    "contiguous_folds",
+    "greedy_order",
+    "held_out_means",
+    "r_squared",
+]
+
 Array = Any
 
 NUM_FOLDS = 10  # App. D, Table 1 caption: "10 fold cross validation with a contiguous block design"

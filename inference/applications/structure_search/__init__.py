@@ -6,8 +6,18 @@ ML-II through ``inference.run``), ``scores`` (BIC, Laplace, tempered-SMC evidenc
 ``search`` (the beam search).
 """
 
+from inference.applications.structure_search import extrapolation
 from inference.applications.structure_search.result import Fitted, SearchResult, Standardisation
 from inference.applications.structure_search.scores import SCORES, structure_posterior
 from inference.applications.structure_search.search import SearchError, search
 
-__all__ = ["SCORES", "Fitted", "SearchError", "SearchResult", "Standardisation", "search", "structure_posterior"]
+__all__ = [
+    "SCORES",
+    "Fitted",
+    "extrapolation",
+    "SearchError",
+    "SearchResult",
+    "Standardisation",
+    "search",
+    "structure_posterior",
+]

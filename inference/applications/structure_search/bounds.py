@@ -26,6 +26,16 @@ import numpy as np
 
 from zoo.kernels.base import ActiveDims, Kernel
 
+__all__ = [
+    "MAX_PERIOD_FRACTION",
+    "MIN_LENGTHSCALE_PERIOD_SPACINGS",
+    "MIN_PERIOD_SPACINGS",
+    "PERIODIC",
+    "PeriodBounds",
+    "WITH_LENGTHSCALE",
+    "best_admissible",
+]
+
 PERIODIC = ("Per", "ZPer", "Cos")
 WITH_LENGTHSCALE = ("Per", "ZPer")
 MIN_PERIOD_SPACINGS = 3.0  # gpss-research's period_heuristic = 3 (type "min") in its extrapolation experiments

@@ -21,6 +21,8 @@ from inference.files.atomic import atomic_write_text
 from zoo import gp
 from zoo.data import tsdl
 
+__all__ = ["ABCD_BASE", "FULL", "SEARCHES", "load", "rmse_of", "run_series", "series_names", "subset_indices"]
+
 ABCD_BASE = ("SE", "RQ", "Lin", "Per")
 # Grammar restrictions per searched method (base kernels, operators); SE and Lin come from ABCD's depth-1 fits.
 SEARCHES = {

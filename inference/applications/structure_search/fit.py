@@ -24,6 +24,8 @@ from zoo.kernels.priors import default_values, parametrised_nodes, site_names
 from zoo.regression import GP_DEFAULTS
 from zoo.structure import program
 
+__all__ = ["DEFAULT_NOISE", "FitFailure", "FitOutcome", "fit_ml2", "start_values"]
+
 DEFAULT_NOISE = GP_DEFAULTS["noise"]  # gp/regression's start for the noise variance
 
 

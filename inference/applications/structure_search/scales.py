@@ -24,6 +24,8 @@ from zoo.kernels.base import Constant, Kernel
 from zoo.kernels.nonstationary import Changepoint, ChangeWindow
 from zoo.structure.grammar import Factory
 
+__all__ = ["DataScaledFactory", "Scales"]
+
 
 @dataclasses.dataclass(frozen=True)
 class Scales:

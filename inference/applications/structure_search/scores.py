@@ -29,6 +29,8 @@ import inference
 import zoo
 from inference.core.program import conditioned_program
 
+__all__ = ["SCORES", "bic", "gaussian_integral", "laplace_log_evidence", "structure_posterior", "tsmc_log_evidence"]
+
 SCORES = ("bic", "laplace", "tsmc")
 
 

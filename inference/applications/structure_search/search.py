@@ -34,6 +34,8 @@ from zoo.kernels import NAMES, num_params
 from zoo.structure.grammar import BASIC, OPERATORS, TIME_SERIES_BASE, Grammar, expand
 from zoo.structure.program import Capacity, NotEncodable, encode
 
+__all__ = ["MAX_SHARED_PRODUCTS", "PROGRAMS", "SHARED_MAX_N", "SearchError", "check_data", "search"]
+
 PROGRAMS = ("auto", "shared", "per-structure")
 # Largest n at which "auto" shares programs between structures. An evaluation of the shared program gathers every
 # term's factors, padded to the capacity, a working set of ~(bank + terms x factors) n^2 floats: at n = 129-200 it
