@@ -14,7 +14,8 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
-import optax
+
+from inference.optimisation import adam_scan
 
 __all__ = ["NfqSettings", "action_grid", "fitted_q_iteration", "greedy_actions", "greedy_values", "q_values"]
 
@@ -65,7 +66,6 @@ def fitted_q_iteration(key, states, actions, next_states, rewards, settings: Nfq
         (jax.random.normal(k2, (settings.hidden, 1)) / jnp.sqrt(settings.hidden), jnp.zeros(1)),
     )
     grid = action_grid(settings.grid_points, actions.shape[1])
-    optimiser = optax.adam(settings.learning_rate)
 
     def residual(p, targets):
         return jnp.mean((q_values(p, states, actions, state_scale) - targets) ** 2)
@@ -73,13 +73,10 @@ def fitted_q_iteration(key, states, actions, next_states, rewards, settings: Nfq
     def iteration(p, _):
         targets = rewards + settings.discount * greedy_values(p, next_states, grid, state_scale).max(-1)
 
-        def fit_step(carry, _):
-            q, opt_state = carry
-            grad = jax.grad(residual)(q, targets)
-            updates, opt_state = optimiser.update(grad, opt_state, q)
-            return (optax.apply_updates(q, updates), opt_state), None
+        def gradient(q, _):
+            return jax.grad(residual)(q, targets), None
 
-        (p, _), _ = jax.lax.scan(fit_step, (p, optimiser.init(p)), None, length=settings.fit_steps)
+        p, _ = adam_scan(gradient, p, settings.learning_rate, num_steps=settings.fit_steps)
         return p, residual(p, targets)
 
     return jax.lax.scan(iteration, params, None, length=settings.iterations)

@@ -16,7 +16,8 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
-import optax
+
+from inference.optimisation import adam_scan
 
 __all__ = ["PolicySettings", "init_policy", "policy_actions", "policy_search", "sampled_return"]
 
@@ -72,20 +73,15 @@ def policy_search(key, step, reward, initial_pool: Array, settings: PolicySettin
     iteration (iterations,))."""
     k_init, k_loop = jax.random.split(key)
     params = init_policy(k_init, tuple(sizes))
-    optimiser = optax.adam(settings.learning_rate)
 
     def loss(p, k):
         k_s0, k_roll = jax.random.split(k)
         s0 = initial_pool[jax.random.randint(k_s0, (settings.particles,), 0, initial_pool.shape[0])]
         return -sampled_return(p, step, reward, s0, k_roll, settings, state_scale)
 
-    def update(carry, k):
-        p, opt_state = carry
+    def gradient(p, k):
         value, grad = jax.value_and_grad(loss)(p, k)
-        updates, opt_state = optimiser.update(grad, opt_state, p)
-        return (optax.apply_updates(p, updates), opt_state), -value
+        return grad, -value
 
-    (params, _), returns = jax.lax.scan(
-        update, (params, optimiser.init(params)), jax.random.split(k_loop, settings.iterations)
-    )
+    params, returns = adam_scan(gradient, params, settings.learning_rate, jax.random.split(k_loop, settings.iterations))
     return params, returns

@@ -31,8 +31,8 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-import optax
 
+from inference.optimisation import adam_scan
 from zoo import gp
 from zoo.kernels import SquaredExponential
 
@@ -70,14 +70,10 @@ def fit_se_ml2(log_params: Array, X: Array, y: Array, num_steps: int, learning_r
         kernel, noise = se_from_log(p)
         return -gp.log_marginal_likelihood(kernel, X, y, noise)
 
-    solver = optax.adam(learning_rate)
+    def gradient(p, _):
+        return jax.grad(negative_evidence)(p), None
 
-    def step(carry, _):
-        p, state = carry
-        updates, state = solver.update(jax.grad(negative_evidence)(p), state, p)
-        return (optax.apply_updates(p, updates), state), None
-
-    return jax.lax.scan(step, (log_params, solver.init(log_params)), None, length=num_steps)[0][0]
+    return adam_scan(gradient, log_params, learning_rate, num_steps=num_steps)[0]
 
 
 def subset_sizes(h: int) -> list[int]:

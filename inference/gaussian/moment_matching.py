@@ -31,6 +31,7 @@ import optax
 from jax.scipy.linalg import cho_solve
 from numpyro.distributions import biject_to
 
+from inference import optimisation
 from inference.core import options as opt
 from inference.core.api import EngineOutput, register_engine
 from inference.core.cache import program_cache
@@ -264,21 +265,13 @@ def ads(spec, dataset, key, timer, **options) -> EngineOutput:
 # ----------------------------------------------------------------------------------------------------------------
 
 
-def _optimiser(name: str, learning_rate: float):
-    if name == "lbfgs":
-        return optax.lbfgs()
-    if name == "adam":
-        return optax.adam(learning_rate)
-    raise OptionError(f"optimizer must be 'lbfgs' or 'adam', got {name!r}")
-
-
 def minimise(objective, init: Array, optimizer: str, num_steps: int, learning_rate: float):
     """``num_steps`` optimiser steps on ``objective`` from ``init`` (flat); returns the final point and the trace of
     objective values (num_steps,). Non-finite objective values stop progress (the update is skipped). A step (or the
     L-BFGS line search) can land where the objective is not finite, and the last step's point is never evaluated in
     the loop; so the point returned is the final one only if its objective is finite, else the last point whose value
     and gradient were (``init`` at worst)."""
-    solver = _optimiser(optimizer, learning_rate)
+    solver = optimisation.solver(optimizer, learning_rate)
     value_and_grad = (
         optax.value_and_grad_from_state(objective) if optimizer == "lbfgs" else jax.value_and_grad(objective)
     )

@@ -2,5 +2,6 @@
 (``svi``), and the one optimiser loop they share (``optimise``) with its ELBO (``elbo``)."""
 
 from inference.optimisation import elbo, ml2, nigp, nvc, optimise, svi
+from inference.optimisation.optimise import adam_scan, solver
 
-__all__ = ["elbo", "ml2", "nigp", "nvc", "optimise", "svi"]
+__all__ = ["adam_scan", "elbo", "ml2", "nigp", "nvc", "optimise", "solver", "svi"]

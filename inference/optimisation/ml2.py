@@ -23,7 +23,6 @@ posterior = the optimum as one draw per chain, so every diagnostic reads it; tra
 import jax
 import jax.numpy as jnp
 import numpy as np
-import optax
 from numpyro import handlers
 from numpyro.distributions.transforms import biject_to
 
@@ -136,15 +135,11 @@ def _host_chains(spec, objective, timer, z0, params, observed, num_steps: int, t
 
 
 def _adam(loss, z0, num_steps: int, lr: float):
-    solver = optax.adam(lr)
-
-    def step(carry, _):
-        z, state = carry
+    def gradient(z, _):
         value, grad = jax.value_and_grad(loss)(z)
-        updates, state = solver.update(grad, state, z)
-        return (optax.apply_updates(z, updates), state), -value
+        return grad, -value
 
-    (z, _), trace = jax.lax.scan(step, (z0, solver.init(z0)), None, length=num_steps)
+    z, trace = optimise.adam_scan(gradient, z0, lr, num_steps=num_steps)
     return z, trace, jnp.asarray(num_steps)
 
 

@@ -5,6 +5,11 @@
   at the optimum instead of jittering around it.
 - ``lbfgs``: deterministic L-BFGS to a gradient tolerance, in a ``while_loop``. Used by ``ml2`` (hyperparameters) and
   ``inference.applications.pilco`` (policy parameters).
+- ``adam_scan``: a fixed number of Adam steps, scanned, on any gradient (an objective's, a score, a Monte Carlo Q's).
+  Used by ``ml2``, ``pf-ml``, the particle-EM M-step and the applications (trimmed fits, NFQ, policy search).
+- ``solver``: the optax set-up of an engine's declared ``optimizer`` option (``direct``'s loop).
+
+Every Adam and L-BFGS set-up in ``inference`` comes from here, so that a change of optimiser is made once.
 """
 
 from typing import Any
@@ -20,6 +25,32 @@ from inference.optimisation.elbo import OrderedTraceELBO
 def cosine_adam(learning_rate: float, num_steps: int, final_fraction: float) -> optax.GradientTransformation:
     """Adam whose step size decays from ``learning_rate`` to ``final_fraction * learning_rate`` over ``num_steps``."""
     return optax.adam(optax.cosine_decay_schedule(learning_rate, num_steps, alpha=final_fraction))
+
+
+def solver(name: str, learning_rate: float) -> optax.GradientTransformation:
+    """The optax optimiser an engine's ``optimizer`` option names: "adam" (at ``learning_rate``) or "lbfgs" (its own
+    zoom line search; the learning rate is not used)."""
+    if name == "lbfgs":
+        return optax.lbfgs()
+    if name == "adam":
+        return optax.adam(learning_rate)
+    raise ValueError(f"optimizer must be 'lbfgs' or 'adam', got {name!r}")
+
+
+def adam_scan(gradient, z0: Any, learning_rate: float, xs: Any = None, num_steps: int | None = None):
+    """Adam steps from ``z0`` (any pytree), one per element of ``xs`` (or ``num_steps`` with ``xs=None``), scanned.
+    ``gradient(z, x) -> (grad, aux)``: the direction to descend at z and what to record there (the point before the
+    step). Returns (the final z, the stacked aux)."""
+    adam = optax.adam(learning_rate)
+
+    def step(carry, x):
+        z, state = carry
+        grad, aux = gradient(z, x)
+        updates, state = adam.update(grad, state, z)
+        return (optax.apply_updates(z, updates), state), aux
+
+    (z, _), aux = jax.lax.scan(step, (z0, adam.init(z0)), xs, length=num_steps)
+    return z, aux
 
 
 def make_svi(model, guide, learning_rate: float, num_steps: int, final_fraction: float, num_particles: int) -> SVI:

@@ -43,7 +43,6 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-import optax
 from numpyro.distributions import biject_to
 
 from inference.core import options as opt
@@ -51,6 +50,7 @@ from inference.core.api import EngineOutput, register_engine
 from inference.core.cache import program_cache
 from inference.core.chains import vmapped_chains
 from inference.core.program import observed_args
+from inference.optimisation import adam_scan
 from inference.particles.pgas import check_fully_adapted, conditional_smc_sweep, initial_reference
 from zoo import ssm
 from zoo.errors import OptionError
@@ -226,15 +226,7 @@ def gradient_m_step(view, params, names: tuple[str, ...], samples, weights, obse
     def negative_q(phi):
         return -monte_carlo_q(view, {**params, **{n: transforms[n](phi[n]) for n in names}}, observed, samples, weights)
 
-    optimizer = optax.adam(learning_rate)
-
-    def step(carry, _):
-        phi, state = carry
-        grads = jax.grad(negative_q)(phi)
-        updates, state = optimizer.update(grads, state, phi)
-        return (optax.apply_updates(phi, updates), state), None
-
-    (phi, _), _ = jax.lax.scan(step, (phi0, optimizer.init(phi0)), None, length=num_steps)
+    phi, _ = adam_scan(lambda phi, _: (jax.grad(negative_q)(phi), None), phi0, learning_rate, num_steps=num_steps)
     return {**params, **{n: transforms[n](phi[n]) for n in names}}
 
 

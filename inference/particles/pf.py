@@ -46,7 +46,6 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
-import optax
 from blackjax.smc import resampling
 from jax.extend.core import Var
 from jax.flatten_util import ravel_pytree
@@ -60,6 +59,7 @@ from inference.core.api import EngineOutput, register_engine
 from inference.core.cache import program_cache
 from inference.core.chains import vmapped_chains
 from inference.core.program import observed_args
+from inference.optimisation import adam_scan
 from zoo import ssm
 from zoo.errors import OptionError
 from zoo.gp import small_cholesky, small_solve_lower
@@ -666,7 +666,6 @@ def ml_runner(view, num_particles, num_steps, method, resampler, learning_rate, 
     fixed step the iterates keep fluctuating around the root of the expected score, so the estimate is their
     Polyak-Ruppert average over the second half of the steps (Polyak & Juditsky 1992).
     """
-    optimizer = optax.adam(learning_rate)
 
     def one_chain(key, params, observed):
         transforms = site_transforms(view, observed, tuple(params))
@@ -675,16 +674,13 @@ def ml_runner(view, num_particles, num_steps, method, resampler, learning_rate, 
         def to_params(phi):
             return constrain(transforms, unravel, phi)[0]
 
-        def body(carry, k):
-            phi, opt_state = carry
+        def ascent(phi, k):
             ll, score = log_likelihood_and_score(
                 view, to_params, observed, phi, k, num_particles, method, resampler, score_method
             )
-            updates, opt_state = optimizer.update(-score, opt_state, phi)
-            return (optax.apply_updates(phi, updates), opt_state), (phi, ll, jnp.linalg.norm(score))
+            return -score, (phi, ll, jnp.linalg.norm(score))
 
-        init = (phi0, optimizer.init(phi0))
-        _, (phis, lls, norms) = jax.lax.scan(body, init, jax.random.split(key, num_steps))
+        _, (phis, lls, norms) = adam_scan(ascent, phi0, learning_rate, jax.random.split(key, num_steps))
         return to_params(jnp.mean(phis[num_steps // 2 :], axis=0)), lls, norms
 
     return vmapped_chains(one_chain)
