@@ -86,7 +86,8 @@ class PsiStatistics(NamedTuple):
 
 
 class LayerMoments(NamedTuple):
-    """Per point and output (N, W_out): mean = p^T m, s = p^T S p (eq. 2.85), t = the 2.84 penalties, c = t + s."""
+    """Per point and output (N, W_out): mean = p^T m, s = p^T S p (eq. 2.85), t = the 2.84 penalties, c = t + s.
+    The AMOGP's SE and convolution layers (``zoo.amogp.layers``) give their moments in this form too."""
 
     mean: Array
     s: Array

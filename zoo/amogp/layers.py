@@ -69,18 +69,6 @@ class AMOGP(NamedTuple):
     noise: Array
 
 
-class Moments(NamedTuple):
-    """Per point (and output column for SE layers): mean, s = p^T S p, t (module docstring); Var = t + s."""
-
-    mean: Array
-    s: Array
-    t: Array
-
-    @property
-    def c(self) -> Array:
-        return self.t + self.s
-
-
 def _inverse_factor(K: Array) -> Array:
     """L^{-1} of K = L L^T (with ``gp.cholesky``'s jitter) by one solve against I (see zoo/nvc.py on why)."""
     Luu = gp.cholesky(K)
@@ -99,7 +87,7 @@ def _whitened_moments(psi, Linv: Array, m: Array, R: Array) -> tuple[Array, Arra
     return P, mean, s, t
 
 
-def se_moments(layer: SELayer, mu: Array, var: Array) -> Moments:
+def se_moments(layer: SELayer, mu: Array, var: Array) -> nvc_se.LayerMoments:
     """Identity-mean SE layer under h_n ~ N(mu_n, diag(var_n)): mu, var (N, W) -> fields (N, W)."""
     psi = nvc_se.psi_statistics(layer.kernel, layer.Z, mu, var)
     Linv = _inverse_factor(layer.kernel(layer.Z))
@@ -112,15 +100,15 @@ def se_moments(layer: SELayer, mu: Array, var: Array) -> Moments:
 
     W = layer.q_mean.shape[0]
     mean, s, t = jax.vmap(one_output)(layer.q_mean, layer.q_scale_tril, jnp.arange(W))
-    return Moments(mean.T, s.T, t.T)
+    return nvc_se.LayerMoments(mean.T, s.T, t.T)
 
 
-def cp_moments(layer: CPLayer, mu: Array, var: Array, out: Array) -> Moments:
+def cp_moments(layer: CPLayer, mu: Array, var: Array, out: Array) -> nvc_se.LayerMoments:
     """Shared CP layer under a_n ~ N(mu_n, diag(var_n)) for points of outputs ``out`` (N,) int: fields (N,)."""
     psi = ps.cp_psi_statistics(layer.kernel, layer.Z, layer.Z_out, mu, var, out)
     Linv = _inverse_factor(layer.kernel(layer.Z, layer.Z_out, layer.Z, layer.Z_out))
     _, mean, s, t = _whitened_moments(psi, Linv, layer.q_mean, layer.q_scale_tril)
-    return Moments(mean, s, t)
+    return nvc_se.LayerMoments(mean, s, t)
 
 
 def layer_kl(layer: SELayer | CPLayer) -> Array:
