@@ -21,6 +21,7 @@ import numpy as np
 import zoo
 from inference.core.cache import MAX_PROGRAMS
 from inference.core.program import resolve_params
+from zoo import cpu_threads
 from zoo.errors import IncompatibleEngineError, OptionError, unknown_name
 from zoo.options import Option
 from zoo.options import validate as validate_declared
@@ -258,6 +259,7 @@ def run(
         "seed": int(seed),
         "options": json.dumps(_jsonable(opts), sort_keys=True),
         "versions": json.dumps(package_versions(), sort_keys=True),
+        "cpu_threads": cpu_threads.describe(),
         "wall_s": wall_s,
         "compile_s": timer.compile_s,
         "run_s": timer.run_s,
