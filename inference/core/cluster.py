@@ -22,9 +22,10 @@ except ImportError:  # Dask is an optional extra; dask_client says how to instal
 def dask_client(scheduler: str | None = None, workers: int = 2) -> Iterator[Any]:
     """A ``dask.distributed.Client``: connected to ``scheduler`` if given, else to a local cluster of ``workers``
     processes, closed on exit. One thread per worker (JAX is not fork-safe, so processes rather than threads), and,
-    when there are no more workers than cores, each local worker pinned to a core of its own: XLA sizes its thread
-    pool by the cores a process may use, and two workers whose pools span both cores spin against each other (on
-    this 2-core machine a structure-search candidate took 2.7x as long in each of two unpinned workers as alone)."""
+    when there are no more workers than cores, each local worker pinned to a core of its own: XLA and BLAS size their
+    thread pools by the cores a process may use, and two workers whose threads span both cores spin against each
+    other (on this 2-core machine a structure-search candidate took 2.7x as long in each of two unpinned workers as
+    alone, measured before BLAS was capped at one thread: docs/performance.md#busy-machine)."""
     try:
         import dask
         from dask.distributed import Client, LocalCluster
