@@ -18,6 +18,7 @@ from zoo import (  # noqa: E402,F401  (registers the models)
     lgssm,
     multioutput,
     nigp,
+    nonconjugate,
     nvc,
     regression,
     sparse,

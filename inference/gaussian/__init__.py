@@ -1,7 +1,8 @@
 """Engines that work with Gaussians in closed form or by moment matching: conjugate posteriors (``exact``), the
 Kalman filter and smoother (``kalman``), the GP-SSM moment-matching engines (``moment_matching``: ``direct``,
-``ads``, ``analytic-em``) and sampling EP (``sampling_ep``: ``is-ep``, ``is-ep-em``)."""
+``ads``, ``analytic-em``), sampling EP (``sampling_ep``: ``is-ep``, ``is-ep-em``), and the Gaussian approximations
+of a latent GP under a non-Gaussian likelihood (``laplace``, ``ep``; their shared algebra in ``latent_gaussian``)."""
 
-from inference.gaussian import exact, kalman, moment_matching, sampling_ep
+from inference.gaussian import ep, exact, kalman, laplace, latent_gaussian, moment_matching, sampling_ep
 
-__all__ = ["exact", "kalman", "moment_matching", "sampling_ep"]
+__all__ = ["ep", "exact", "kalman", "laplace", "latent_gaussian", "moment_matching", "sampling_ep"]
