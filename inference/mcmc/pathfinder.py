@@ -89,6 +89,8 @@ def sampler(model, num_samples: int, static: tuple):
                 options["num_elbo_draws"],
                 maxiter=options["maxiter"],
                 maxcor=options["maxcor"],
+                ftol=options["ftol"],
+                gtol=options["gtol"],
             )
             draws, logq = blackjax.vi.pathfinder.sample(k_draw, state, options["draws_per_path"])
             logp = jax.vmap(logdensity)(draws)
@@ -114,8 +116,12 @@ def sampler(model, num_samples: int, static: tuple):
         "num_samples": Option("int", 1000, "draws resampled (with replacement) from the pooled paths", minimum=1),
         "draws_per_path": Option("int", 1000, "draws from each path's Gaussian approximation, pooled", minimum=2),
         "num_elbo_draws": Option("int", 50, "draws per iterate to estimate the ELBO along a path", minimum=1),
-        "maxiter": Option("int", 100, "L-BFGS iterations per path, at most", minimum=1),
+        "maxiter": Option("int", 1000, "L-BFGS iterations per path, at most (Stan's default)", minimum=1),
         "maxcor": Option("int", 10, "L-BFGS history length (rank of the inverse-Hessian update)", minimum=1),
+        # Stan's Pathfinder stops at a relative decrease of 1e4 x machine epsilon; BlackJAX's 1e-5 stops a GP latent's
+        # path after a handful of iterations, before the inverse Hessian has its curvature (PSIS k-hat 0.87 there).
+        "ftol": Option("float", 1e-12, "L-BFGS stops when the relative decrease of -log p falls below this", above=0.0),
+        "gtol": Option("float", 1e-8, "L-BFGS stops when the gradient's norm falls below this", above=0.0),
         "params": common.common_options(1, 1)["params"],
         "init_radius": common.common_options(1, 1)["init_radius"],
     },
