@@ -106,5 +106,6 @@ def chees(spec, dataset, key, timer, **options: Any) -> EngineOutput:
     posterior, stats, warmup_steps = timer.call(program, k_run, z0, params, observed)
     # Per chain: one gradient at the start (dhmc.init) and one per leapfrog step (velocity Verlet reuses the
     # gradient of the previous position), warm-up and sampling.
+    stats = {**stats, "grad_evals": 1 + warmup_steps[:, None] + jnp.cumsum(stats["n_steps"], axis=1)}
     leapfrogs = int(jnp.sum(warmup_steps)) + int(jnp.sum(stats["n_steps"]))
     return EngineOutput(posterior=posterior, sample_stats=stats, num_grad_evals=options["num_chains"] + leapfrogs)

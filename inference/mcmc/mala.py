@@ -88,4 +88,6 @@ def mala(spec, dataset, key, timer, **options: Any) -> EngineOutput:
     # Per chain: one gradient at the start (mala.init) and one per proposal (value_and_grad at the proposed point;
     # the current point's gradient is kept in the state).
     steps = options["num_warmup"] + options["num_samples"]
+    draws = jnp.arange(1, options["num_samples"] + 1)
+    stats = {**stats, "grad_evals": jnp.broadcast_to(1 + options["num_warmup"] + draws, stats["lp"].shape)}
     return EngineOutput(posterior=posterior, sample_stats=stats, num_grad_evals=options["num_chains"] * (1 + steps))

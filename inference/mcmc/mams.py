@@ -106,6 +106,7 @@ def _run(spec, dataset, key, timer, **options: Any) -> EngineOutput:
     }
     # Per chain: one gradient at the start (init), GRADS_PER_STEP per integration step in tuning and sampling (the
     # trajectory starts from the state's stored gradient; the MH test uses the endpoint's, computed in the last step).
+    stats["grad_evals"] = 1 + GRADS_PER_STEP * (tuning_steps[:, None] + jnp.cumsum(stats["n_steps"], axis=1))
     integration_steps = int(jnp.sum(tuning_steps)) + int(jnp.sum(stats["n_steps"]))
     return EngineOutput(
         posterior=posterior,

@@ -101,7 +101,11 @@ def _run(spec, dataset, key, timer, **options: Any) -> EngineOutput:
     )
     stats = {**stats, "L": jnp.broadcast_to(L[:, None], stats["lp"].shape)}
     stats["step_size"] = jnp.broadcast_to(step_size[:, None], stats["lp"].shape)
-    # Per chain: one gradient at the start (mclmc.init) and GRADS_PER_STEP per kernel step, tuning included.
+    # Per chain: one gradient at the start (mclmc.init) and GRADS_PER_STEP per kernel step, tuning included;
+    # grad_evals: the chain's gradients up to and including each draw (docs/gym.md#metric).
+    warm = steps - options["num_samples"]
+    draws = jnp.arange(1, options["num_samples"] + 1)
+    stats["grad_evals"] = jnp.broadcast_to(1 + GRADS_PER_STEP * (warm + draws), stats["lp"].shape)
     return EngineOutput(
         posterior=posterior,
         sample_stats=stats,

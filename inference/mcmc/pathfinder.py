@@ -138,4 +138,6 @@ def pathfinder(spec, dataset, key, timer, **options: Any) -> EngineOutput:
     posterior, stats = timer.call(program, k_run, z0, params, observed)
     jax.block_until_ready((posterior, stats))
     jax.effects_barrier()  # every callback of this run has reached the counter
+    # Every gradient is spent before the first draw (the draws are resampled from the finished paths).
+    stats = {**stats, "grad_evals": jnp.full(stats["lp"].shape, counter.count)}
     return EngineOutput(posterior=posterior, sample_stats=stats, num_grad_evals=counter.count)
