@@ -59,7 +59,14 @@ def exact_moments(model: str) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     return moments
 
 
-@pytest.fixture(scope="module", params=[(m, e) for m in CASES for e in ENGINES], ids=lambda p: f"{p[1]}-{p[0]}")
+GYM = {"mclmc", "mams", "chees", "mala", "pathfinder"}  # 10-20 s of compilation each: slow
+
+
+@pytest.fixture(
+    scope="module",
+    params=[pytest.param((m, e), marks=[pytest.mark.slow] * (e in GYM)) for m in CASES for e in ENGINES],
+    ids=lambda p: f"{p[1]}-{p[0]}",
+)
 def engine_result(request):
     model, engine = request.param
     dataset, params = CASES[model]
