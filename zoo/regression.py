@@ -3,9 +3,11 @@ docs/sources/franzese.md#blr, docs/sources/franzese.md#gp-regression, docs/sourc
 
 Sites: ``lengthscale`` (D,), ``variance`` = sigma_v^2, ``noise`` = sigma_n^2 (a variance: the prior is on the
 variance, docs/sources/franzese.md#conventions), latent ``z``/``f`` in the latent form, weights ``w`` in BLR.
-``gp/regression`` is a family with one option, ``kernel``: an expression of the kernel grammar (``"SE x Per + RQ"``,
+``gp/regression`` is a family with the option ``kernel``: an expression of the kernel grammar (``"SE x Per + RQ"``,
 ``zoo.kernels.parse``; docs/sources/duvenaud.md#grammar) whose hyperparameters all get sample sites with priors
-(``zoo.kernels.priors``); the default ``"SE"`` is the SE-ARD model with the sites above.
+(``zoo.kernels.priors``); the default ``"SE"`` is the SE-ARD model with the sites above. Its option ``approx``
+(``"dense"``, ``"hsgp"`` with ``num_basis`` and ``boundary_factor``, ``"quasisep"``) replaces the dense evidence by
+one of ``zoo.approx`` (docs/approximations.md); the sites and priors stay the same.
 """
 
 from functools import partial
@@ -15,8 +17,10 @@ import jax.numpy as jnp
 import numpyro
 import numpyro.distributions as dist
 
+from zoo import approx as approximations
 from zoo import gp, kernels
 from zoo.data.regression import linear_design, noisy_sine
+from zoo.errors import OptionError
 from zoo.kernels import Kernel, SquaredExponential
 from zoo.options import Option
 from zoo.registry import ConjugatePosterior, Dataset, ModelSpec, frozen, positive_int, register, register_family
@@ -67,18 +71,21 @@ def _hyperparameters(D: int, priors: dict[str, dist.Distribution], kernel: Kerne
     return kernel, noise
 
 
-def gp_regression(X, y=None, priors=None, kernel: Kernel | None = None):
+def gp_regression(X, y=None, priors=None, kernel: Kernel | None = None, evidence=None):
     """GP regression with f integrated out: y ~ N(0, K + sigma_n^2 I) (Franzese eq. 3.4 / 6.2).
 
     ``kernel``: the structure (default SE-ARD); every hyperparameter is a sample site. Priors LogNormal(0, 1) on
     lengthscales and variances (and the other positive hyperparameters), LogNormal(-2, 1) on the noise variance
     (docs/sources/franzese.md#gp-priors, docs/sources/duvenaud.md#kernel-priors). The covariance is factorised
     without jitter unless that fails (``gp.cholesky_with_jitter``), so the log density is the exact evidence.
-    X: (N, D), y: (N,).
+    ``evidence(kernel, X, noise)``, when given, is the distribution of y instead (``zoo.approx``). X: (N, D), y: (N,).
     """
     if kernel is not None:
         kernels.validate_inputs(kernel, X.shape[1])
     kern, noise = _hyperparameters(X.shape[1], priors or default_priors(), kernel)
+    if evidence is not None:
+        numpyro.sample("y", evidence(kern, X, noise), obs=y)
+        return
     numpyro.sample("y", gp.GaussianEvidence(kern(X) + noise * jnp.eye(X.shape[0])), obs=y)
 
 
@@ -179,24 +186,56 @@ GP_SOURCE = (
     "Duvenaud 2014, ch. 2-3 and App. B (kernel grammar)"
 )
 KERNEL_OPTION = Option("str", "SE", "kernel expression of the grammar, e.g. 'SE x Per + RQ' or 'SE_0 + Lin_1'")
+# docs/approximations.md: which kernels each supports, and how num_basis and boundary_factor set HSGP's error.
+APPROX_OPTIONS = {
+    "approx": Option(
+        "str",
+        "dense",
+        "evidence: dense Cholesky, hsgp (Hilbert-space basis, 1-3 inputs) or quasisep (exact O(N), 1-D)",
+        choices=approximations.APPROXIMATIONS,
+    ),
+    "num_basis": Option("int", 32, "hsgp only: basis functions per input column (m^D in all)", minimum=1, maximum=4096),
+    "boundary_factor": Option(
+        "float", 1.5, "hsgp only: box half-width L = factor x the data's half-range", above=1.0, maximum=100.0
+    ),
+}
+
+
+def _approx_evidence(template: Kernel, approx: str, num_basis: int, boundary_factor: float):
+    """The ``evidence`` argument of ``gp_regression`` for ``approx`` (None: dense); the kernel is checked here,
+    when the variant is built, so an unsupported kernel fails before anything is traced."""
+    defaults = (APPROX_OPTIONS["num_basis"].default, APPROX_OPTIONS["boundary_factor"].default)
+    if approx != "hsgp" and (num_basis, boundary_factor) != defaults:
+        raise OptionError("model 'gp/regression': num_basis and boundary_factor apply to approx='hsgp' only.")
+    if approx == "hsgp":
+        approximations.hsgp.check_kernel(template)
+        return partial(approximations.hsgp.evidence, num_basis=num_basis, boundary_factor=boundary_factor)
+    if approx == "quasisep":
+        approximations.quasisep.check_kernel(template)
+        return approximations.quasisep.evidence
+    return None
 
 
 @register_family(
     "gp/regression",
-    {"kernel": KERNEL_OPTION},
+    {"kernel": KERNEL_OPTION, **APPROX_OPTIONS},
     "GP regression, f integrated out, kernel given by a grammar expression (default SE-ARD); priors on all hypers",
     GP_SOURCE,
 )
-def _gp_regression(kernel: str) -> ModelSpec:
+def _gp_regression(kernel: str, approx: str = "dense", num_basis: int = 32, boundary_factor: float = 1.5) -> ModelSpec:
     template = kernels.parse(kernel)
+    evidence = _approx_evidence(template, approx, num_basis, boundary_factor)
     if template == SquaredExponential():
         program, defaults = gp_regression, GP_DEFAULTS  # the plain SE: today's sites, program and defaults
     else:
         program = partial(gp_regression, kernel=template)
         defaults = frozen({**kernels.default_values(template), "noise": GP_DEFAULTS["noise"]})
+    if evidence is not None:
+        program = partial(program, evidence=evidence)
+    where = "" if approx == "dense" else f" ({approx} evidence)"
     return ModelSpec(
         name="gp/regression",
-        summary=f"GP regression with kernel {template}, f integrated out; priors on every hyperparameter",
+        summary=f"GP regression with kernel {template}{where}, f integrated out; priors on every hyperparameter",
         source=GP_SOURCE,
         program=program,
         simulate=simulate_regression,
