@@ -157,3 +157,22 @@ def test_ml2_and_nuts_run_on_each_approximation_and_record_it(approx, small_data
     recorded = json.loads(result.posterior.attrs["model_options"])
     assert recorded["approx"] == approx and recorded["kernel"] == "M52"
     assert np.all(np.isfinite(result.posterior["lengthscale"]))
+
+
+def test_the_ladder_measures_each_rung_against_the_exact_one():
+    """benchmarks.approximation_ladder's errors: against dense where it ran, else against quasisep (also exact); the
+    ML lengthscale against the first exact rung that was fitted; the reference rows print "ref"."""
+    from benchmarks.approximation_ladder import table, with_errors
+
+    rows = [
+        {"problem": "p", "N": 10, "rung": "dense", "log_joint": -5.0, "grad_s": 1.0},
+        {"problem": "p", "N": 10, "rung": "quasisep", "log_joint": -5.5, "grad_s": 0.1, "ml_lengthscale": 2.0},
+        {"problem": "p", "N": 10, "rung": "hsgp", "log_joint": -6.0, "grad_s": 0.2, "ml_lengthscale": 2.5},
+        {"problem": "p", "N": 20, "rung": "quasisep", "log_joint": -9.0, "grad_s": 0.1},
+        {"problem": "p", "N": 20, "rung": "hsgp", "log_joint": -9.25, "grad_s": 0.2},
+    ]
+    out = with_errors(rows)
+    assert [r.get("logz_err") for r in out] == [None, 0.5, 1.0, None, 0.25]
+    assert [r.get("ml_lengthscale_rel_err") for r in out] == [None, None, 0.25, None, None]
+    assert out[0]["reference"] and out[1]["ml_reference"] and out[3]["reference"]
+    assert table(out).splitlines()[2].endswith("| ref | - |")
