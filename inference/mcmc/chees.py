@@ -17,13 +17,13 @@ from typing import Any
 import blackjax
 import jax
 import jax.numpy as jnp
-import optax
 
 from inference.core import options as opt
 from inference.core.api import EngineOutput, register_engine
 from inference.core.cache import program_cache
 from inference.core.program import conditioned_program, observed_args
 from inference.mcmc import gym_common as common
+from inference.optimisation import solver
 from zoo.options import Option
 
 RUNNER_OPTIONS = {"num_chains", "num_samples", "num_warmup", "params", "init_radius"}
@@ -49,7 +49,7 @@ def sampler(model, num_chains: int, num_warmup: int, num_samples: int, static: t
             k_warm,
             z0,
             options["initial_step_size"],
-            optax.adam(options["learning_rate"]),
+            solver("adam", options["learning_rate"]),  # ChEES adapts its trajectory length by Adam
             num_warmup,
             max_sampling_steps=num_samples,
         )
