@@ -188,7 +188,7 @@ def run(
     options: engine options (``num_chains``, ``num_samples``, ``params``, ...); see ``zoo list``.
     Raises ZooError subclasses for unknown names, engines that do not fit, bad data or options.
     """
-    from inference import diagnostics
+    from inference import diagnostics, fixed, health
     from inference.ar1 import prepare  # ar1 fits through run itself
 
     if isinstance(data, str | os.PathLike):
@@ -209,8 +209,12 @@ def run(
     data_key, engine_key = jax.random.split(jax.random.key(int(seed)))
     # A model's data-preparation step (the GP-SSMs' pseudo-inputs, chosen by a fit: docs/architecture.md#gp-ssm-view)
     dataset = spec.validate(prepare(spec, spec.simulate(data_key) if data is None else data))
+    fixed_params, at_defaults = {}, []
     if "params" in opts:
         opts["params"] = resolve_params(spec, dataset, opts["params"])
+        # what this posterior conditions on, and what nobody asked to fix (docs/architecture.md#one-posterior)
+        fixed_params, at_defaults = fixed.fixed_parameters(chosen.name, opts["params"], options.get("params"))
+        fixed.announce(chosen.name, spec.name, fixed_params, at_defaults)
 
     timer = Timer()
     start = time.perf_counter()
@@ -229,5 +233,12 @@ def run(
         "num_grad_evals": -1 if output.num_grad_evals is None else int(output.num_grad_evals),
         "num_lik_evals": -1 if output.num_lik_evals is None else int(output.num_lik_evals),
         "log_evidence": np.nan if output.log_evidence is None else float(output.log_evidence),
+        **fixed.to_attrs(fixed_params, at_defaults),
     }
-    return diagnostics.to_inference_data(output, dataset, attrs)
+    idata = diagnostics.to_inference_data(output, dataset, attrs)
+    # the engine's own diagnostics against stated thresholds, one warning line each (docs/architecture.md#health)
+    problems = health.check(idata)
+    health.announce(chosen.name, spec.name, problems)
+    for group in idata.groups():
+        idata[group].attrs["health"] = json.dumps(health.messages(problems))
+    return idata

@@ -27,6 +27,7 @@ name = "blr"
 size = { n = 20, d = 2 }
 data_seed = 3
 reference = "exact"
+options = { params = { noise = 0.25 } }
 
   [[models.engines]]
   engine = "exact"
