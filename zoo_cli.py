@@ -66,6 +66,7 @@ def cmd_run(args) -> int:
     import inference
     import zoo
     from inference import diagnostics
+    from inference.readable import condense
     from zoo.options import parse_assignments
 
     # unknown names and bad model options fail here, before any simulation or compilation
@@ -86,16 +87,23 @@ def cmd_run(args) -> int:
     idata = inference.run(spec, data, engine=args.engine, seed=args.seed, **options)
     table = diagnostics.summary(idata)
     columns = [c for c in ("mean", "sd", "mcse_mean", "ess_bulk", "ess_tail", "r_hat", "ess_bulk_per_s") if c in table]
-    with_pd_options(lambda: print(table[columns].head(args.max_rows).to_string(float_format=_fmt)))
-    if len(table) > args.max_rows:
-        print(f"... {len(table) - args.max_rows} more rows (--max-rows)")
+    # parameters in full, a few rows of each large latent, no all-NaN columns (inference/readable.py)
+    shown, omitted = condense(table[columns], args.rows_per_variable, args.all_rows)
+    with_pd_options(lambda: print(shown.to_string(float_format=_fmt)))
+    for line in omitted:
+        print(f"... {line}")
     stats = table.attrs
-    print(
-        f"\n{stats['engine']}: {stats['chains']} chains x {stats['draws']} draws; "
-        f"compile {stats['compile_s']:.2f} s, run {stats['run_s']:.2f} s; "
-        f"min bulk ESS {stats['min_ess_bulk']:.0f}, min tail ESS {stats['min_ess_tail']:.0f}, "
-        f"ESS/s {stats['ess_per_s']:.1f}, max R-hat {stats['max_rhat']:.3f}, divergences {stats['divergences']}"
-    )
+    timing = f"compile {stats['compile_s']:.2f} s, run {stats['run_s']:.2f} s"
+    if stats["draws"] < 2:  # point estimates: no ESS, R-hat or divergences to report
+        print(f"\n{stats['engine']}: point estimates, {stats['chains']} chain(s); {timing}")
+    else:
+        print(
+            f"\n{stats['engine']}: {stats['chains']} chains x {stats['draws']} draws; {timing}; "
+            f"min bulk ESS {stats['min_ess_bulk']:.0f}, min tail ESS {stats['min_ess_tail']:.0f}, "
+            f"ESS/s {stats['ess_per_s']:.1f}, max R-hat {stats['max_rhat']:.3f}, divergences {stats['divergences']}"
+        )
+    problems = json.loads(idata.posterior.attrs.get("health", "[]"))
+    print(f"health: {len(problems)} warning(s), printed above (inference/health.py)" if problems else "health: ok")
     if args.out:
         diagnostics.to_netcdf(idata, args.out)
         print(f"wrote {args.out}")
@@ -252,7 +260,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="any other engine option, value parsed as JSON (repeatable)",
     )
     p.add_argument("--out", help="write the InferenceData to this netCDF file")
-    p.add_argument("--max-rows", type=int, default=30, help="rows of the summary table to print")
+    p.add_argument(
+        "--rows-per-variable",
+        type=int,
+        default=5,
+        help="rows of the summary printed per variable with more components (default 5; parameters print in full)",
+    )
+    p.add_argument("--all-rows", action="store_true", help="print every row of the summary table")
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("figure", help="reproduce a table or figure of the source documents")

@@ -9,7 +9,7 @@ of engines can check that they all describe the same posterior (``benchmarks/pos
 docs/architecture.md#one-posterior).
 
 Engines whose ``params`` default to the model's defaults as a *starting point* (``STARTING``: particle MCMC over
-theta, particle EM, particle-filter ML, NVC, IWMM) fix nothing; every other engine samples or learns the
+theta, particle EM, particle-filter ML) fix nothing; every other engine samples or learns the
 parameters ``params`` does not fix. ``tests/test_fixed_params.py`` checks that every registered engine whose
 ``params`` option defaults to None is in exactly one of the two sets.
 """
@@ -24,7 +24,7 @@ import numpy as np
 from inference.health import stderr_logger
 
 CONDITIONING = frozenset({"exact", "kalman", "pf", "pgas", "ads", "is-ep"})
-STARTING = frozenset({"pmcmc", "pgas-em", "psaem", "pf-ml", "nvc", "iwmm"})
+STARTING = frozenset({"pmcmc", "pgas-em", "psaem", "pf-ml"})
 
 LOG = stderr_logger("inference.params")
 
