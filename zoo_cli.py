@@ -65,7 +65,7 @@ def cmd_run(args) -> int:
 
     import inference
     import zoo
-    from inference import diagnostics
+    from inference import diagnostics, progress
     from inference.readable import condense
     from zoo.options import parse_assignments
 
@@ -84,7 +84,11 @@ def cmd_run(args) -> int:
         data_seed = args.seed if args.data_seed is None else args.data_seed
         data = spec.simulate(jax.random.key(data_seed), **size)
     print(f"zoo: running {args.engine} on {spec.name} (seed {args.seed}) ...", file=sys.stderr, flush=True)
-    idata = inference.run(spec, data, engine=args.engine, seed=args.seed, **options)
+    # an estimate from the last run like this one, and a line every 15 s while it runs (inference/progress.py)
+    sizes = {"size": size, "data": args.data, "map": args.map, "model_options": args.model_option}
+    key = progress.run_key(spec.name, args.engine, options, sizes)
+    with progress.expectations(f"zoo: {args.engine} on {spec.name}", key):
+        idata = inference.run(spec, data, engine=args.engine, seed=args.seed, **options)
     table = diagnostics.summary(idata)
     columns = [c for c in ("mean", "sd", "mcse_mean", "ess_bulk", "ess_tail", "r_hat", "ess_bulk_per_s") if c in table]
     # parameters in full, a few rows of each large latent, no all-NaN columns (inference/readable.py)

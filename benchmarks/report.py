@@ -152,15 +152,17 @@ def _fixed(value) -> dict:
 def summary_line(rows: pd.DataFrame) -> str:
     """Which engine did best: lowest mean error against the reference (other engines), highest ESS/s, highest ESS/s
     including compilation (Markov chain engines: iid draws are drawn apart), each a mean over seeds."""
-    ok = rows[(rows["status"] == "ok") & (rows["label"] != rows["reference"])]
-    if ok.empty:
+    ok = rows[rows["status"] == "ok"]
+    others = ok[ok["label"] != ok["reference"]]  # the reference's error is 0 by definition: not a contender
+    if others.empty:
         return ""
     parts = []
-    by_label = ok.groupby("label", sort=False)
 
     def best(column: str, largest: bool, among=None):
-        if column not in ok:
+        table = ok if largest else others
+        if column not in table:
             return None
+        by_label = table.groupby("label", sort=False)
         means = by_label[column].apply(lambda v: pd.to_numeric(v, errors="coerce").mean()).dropna()
         if among is not None:
             means = means[[label in among for label in means.index]]
@@ -359,7 +361,7 @@ def write_report(store: ResultsStore) -> dict[str, Path]:
         notes = [line for line in (fixed_line(rows), summary_line(rows)) if line]
         warnings = health_lines(rows)
         if warnings:
-            notes.append(f"Health warnings ({MARK}), from each engine's own diagnostics (inference/health.py):")
+            notes.append("Health warnings, from each engine's own diagnostics (inference/health.py):")
         sections.append((model, engine_table(rows), model_figures(store, rows), notes, warnings))
     failed = failures(table)
     for _, _, figures, _, _ in sections:

@@ -22,9 +22,11 @@ Thresholds and their sources:
 - SVI loss not converged: the mean ELBO of the last tenth of the steps is above that of the tenth before the half-way
   point by more than ``SVI_REL`` = 1 % of its size (Stan ADVI's relative tolerance ``tol_rel_obj`` = 0.01, Kucukelbir
   et al. 2017, JMLR 18(14), sec. 3.4) and by more than ``SVI_Z`` = 3 standard errors (so the ELBO estimate's noise
-  does not trigger it): the second half of the run still improved the fit, which may have stopped only because the
-  learning rate decayed. A run too short to move at all (tens of steps) can look flat; R-hat across ``num_chains``
-  independent fits catches fits that disagree.
+  does not trigger it) and by at least ``SVI_MIN_NATS`` = 0.5 nats (so that a model whose ELBO is near 0 does not
+  trip the relative rule on the fraction of a nat that a decaying learning rate buys once the fit has converged):
+  the second half of the run still improved the fit, which may have stopped only because the learning rate decayed.
+  A run too short to move at all (tens of steps) can look flat; R-hat across ``num_chains`` independent fits catches
+  fits that disagree.
 - SMC and particle-filter degeneracy: fewer than ``DISTINCT_MIN`` = 10 % of a run's draws are distinct (the final
   particle population of tempered SMC collapsed onto a few particles; the particle filter's paths share a few
   ancestors, the path degeneracy of Doucet and Johansen (2011), "A tutorial on particle filtering and smoothing",
@@ -52,6 +54,7 @@ ESS_PER_CHAIN_MIN = 100
 EBFMI_MIN = 0.2
 SVI_Z = 3.0
 SVI_REL = 0.01
+SVI_MIN_NATS = 0.5
 DISTINCT_MIN = 0.1
 PARETO_K_MAX = 0.7
 MIN_DRAWS = 4
@@ -190,7 +193,7 @@ def still_improving(elbo: np.ndarray) -> tuple[bool, float, float]:
     relative = rise / max(abs(last.mean()), 1.0)
     se = np.sqrt(last.var(ddof=1) / window + middle.var(ddof=1) / window)
     z = rise / se if se > 0 else (np.inf if rise > 0 else 0.0)
-    return bool(z > SVI_Z and relative > SVI_REL), float(z), float(relative)
+    return bool(z > SVI_Z and relative > SVI_REL and rise > SVI_MIN_NATS), float(z), float(relative)
 
 
 def _svi_convergence(idata: Any, engine: str) -> list[Problem]:
@@ -207,8 +210,8 @@ def _svi_convergence(idata: Any, engine: str) -> list[Problem]:
     worst = max(relative for *_, relative in rising)
     chains = ", ".join(str(c) for c, *_ in rising)
     message = (
-        f"SVI loss not converged in chain(s) {chains}: the ELBO rose by {worst:.1%} (> {SVI_REL:.0%}, and by more than "
-        f"{SVI_Z:g} standard errors) between the middle and the end of the optimisation; raise num_steps"
+        f"SVI loss not converged in chain(s) {chains}: the ELBO rose by {worst:.1%} (> {SVI_REL:.0%}, > {SVI_MIN_NATS} "
+        f"nats and > {SVI_Z:g} standard errors) between the middle and the end of the optimisation; raise num_steps"
     )
     return [Problem("svi_convergence", "elbo", worst, SVI_REL, message)]
 

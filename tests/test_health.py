@@ -79,6 +79,7 @@ def test_bfmi_equals_arviz():
         (np.random.default_rng(1).normal(-50.0, 1.0, 2000), False),  # converged: noise about a level
         (-50.0 - 40.0 * np.exp(-np.arange(2000) / 800.0), True),  # still rising at the end
         (-50.0 + 0.001 * np.arange(2000) / 2000, False),  # rising, but by far less than 1 %
+        (-5.0 + 0.2 * np.arange(2000) / 2000, False),  # 2 % of an ELBO near 0, but 0.1 nats
     ],
 )
 def test_still_improving(trace, improving):
