@@ -404,6 +404,7 @@ _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1200px; color: #222; }
 table { border-collapse: collapse; margin: 0.5em 0 1.5em; font-size: 0.9em; }
 th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: right; }
+td { white-space: nowrap; }
 th:first-child, td:first-child { text-align: left; }
 thead th { background: #f0f0f0; }
 img { max-width: 100%; border: 1px solid #eee; }

@@ -138,7 +138,7 @@ def plot_trace_rank(
         )
         rank_ax.set_xticks([])
     axes[0, 0].set_title("trace: draws of each chain")
-    axes[0, 1].set_title("rank plot: ranks of each chain's draws (flat = chains agree)")
+    axes[0, 1].set_title("rank plot per chain (flat = chains agree)")
     axes[-1, 0].set_xlabel("draw")
     axes[-1, 1].set_xlabel("rank among all draws")
     figure.tight_layout()
