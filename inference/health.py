@@ -101,7 +101,13 @@ def check(idata: Any) -> list[Problem]:
     engine = str(attrs.get("engine", "?"))
     problems: list[Problem] = []
     for checker in CHECKS:
-        problems += checker(idata, engine)
+        try:
+            problems += checker(idata, engine)
+        except Exception as exc:  # a check that cannot digest a result must not lose the run: say so instead
+            name = checker.__name__.strip("_")
+            problems.append(
+                Problem(name, "", np.nan, np.nan, f"health check {name} failed: {type(exc).__name__}: {exc}")
+            )
     return problems
 
 
@@ -130,6 +136,7 @@ def _sampling_diagnostics(idata: Any, engine: str) -> list[Problem]:
             count = int(bad[rows].sum())
             where = "" if rows.sum() == 1 else f" (worst {label}; {count} of {int(rows.sum())} components)"
             sign = ">" if fails is np.greater else "<"
+            shown = f"{worst:.3f}" if column == "r_hat" else f"{worst:.3g}"  # R-hat 1.0104 is not 1.01
             limit = f"{threshold:.2f}" if column == "r_hat" else f"{threshold:.0f} ({ESS_PER_CHAIN_MIN} per chain)"
             problems.append(
                 Problem(
@@ -137,7 +144,7 @@ def _sampling_diagnostics(idata: Any, engine: str) -> list[Problem]:
                     variable,
                     float(worst),
                     threshold,
-                    f"{name} {worst:.3g} {sign} {limit} for {variable}{where}",
+                    f"{name} {shown} {sign} {limit} for {variable}{where}",
                 )
             )
     return problems
