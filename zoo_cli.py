@@ -65,7 +65,9 @@ def cmd_run(args) -> int:
 
     import inference
     import zoo
+    from inference.core import progress
     from inference.results import diagnostics
+    from inference.results.readable import condense
     from zoo.options import parse_assignments
 
     # unknown names and bad model options fail here, before any simulation or compilation
@@ -83,18 +85,31 @@ def cmd_run(args) -> int:
         data_seed = args.seed if args.data_seed is None else args.data_seed
         data = spec.simulate(jax.random.key(data_seed), **size)
     print(f"zoo: running {args.engine} on {spec.name} (seed {args.seed}) ...", file=sys.stderr, flush=True)
-    idata = inference.run(spec, data, engine=args.engine, seed=args.seed, **options)
+    # an estimate from the last run like this one, and a line every 15 s while it runs (inference/core/progress.py)
+    sizes = {"size": size, "data": args.data, "map": args.map, "model_options": args.model_option}
+    key = progress.run_key(spec.name, args.engine, options, sizes)
+    with progress.expectations(f"zoo: {args.engine} on {spec.name}", key):
+        idata = inference.run(spec, data, engine=args.engine, seed=args.seed, **options)
     table = diagnostics.summary(idata)
     columns = [c for c in ("mean", "sd", "mcse_mean", "ess_bulk", "ess_tail", "r_hat", "ess_bulk_per_s") if c in table]
-    with_pd_options(lambda: print(table[columns].head(args.max_rows).to_string(float_format=_fmt)))
-    if len(table) > args.max_rows:
-        print(f"... {len(table) - args.max_rows} more rows (--max-rows)")
+    # parameters in full, a few rows of each large latent, no all-NaN columns (inference/results/readable.py)
+    shown, omitted = condense(table[columns], args.rows_per_variable, args.all_rows)
+    with_pd_options(lambda: print(shown.to_string(float_format=_fmt)))
+    for line in omitted:
+        print(f"... {line}")
     stats = table.attrs
+    timing = f"compile {stats['compile_s']:.2f} s, run {stats['run_s']:.2f} s"
+    if stats["draws"] < 2:  # point estimates: no ESS, R-hat or divergences to report
+        print(f"\n{stats['engine']}: point estimates, {stats['chains']} chain(s); {timing}")
+    else:
+        print(
+            f"\n{stats['engine']}: {stats['chains']} chains x {stats['draws']} draws; {timing}; "
+            f"min bulk ESS {stats['min_ess_bulk']:.0f}, min tail ESS {stats['min_ess_tail']:.0f}, "
+            f"ESS/s {stats['ess_per_s']:.1f}, max R-hat {stats['max_rhat']:.3f}, divergences {stats['divergences']}"
+        )
+    problems = json.loads(idata.posterior.attrs.get("health", "[]"))
     print(
-        f"\n{stats['engine']}: {stats['chains']} chains x {stats['draws']} draws; "
-        f"compile {stats['compile_s']:.2f} s, run {stats['run_s']:.2f} s; "
-        f"min bulk ESS {stats['min_ess_bulk']:.0f}, min tail ESS {stats['min_ess_tail']:.0f}, "
-        f"ESS/s {stats['ess_per_s']:.1f}, max R-hat {stats['max_rhat']:.3f}, divergences {stats['divergences']}"
+        f"health: {len(problems)} warning(s), printed above (inference/results/health.py)" if problems else "health: ok"
     )
     if args.out:
         diagnostics.to_netcdf(idata, args.out)
@@ -252,7 +267,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="any other engine option, value parsed as JSON (repeatable)",
     )
     p.add_argument("--out", help="write the InferenceData to this netCDF file")
-    p.add_argument("--max-rows", type=int, default=30, help="rows of the summary table to print")
+    p.add_argument(
+        "--rows-per-variable",
+        type=int,
+        default=5,
+        help="rows of the summary printed per variable with more components (default 5; parameters print in full)",
+    )
+    p.add_argument("--all-rows", action="store_true", help="print every row of the summary table")
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("figure", help="reproduce a table or figure of the source documents")

@@ -25,10 +25,13 @@ def _exit_on_sigterm(signum, frame):
 
 def bench(args) -> int:
     """Run suite ``args.suite`` into ``args.out`` (default bench_results/SUITE), then write the report."""
-    from benchmarks import runner, suites
+    from benchmarks import posteriors, runner, suites
     from benchmarks.store import ResultsStore
 
     suite = suites.load(args.suite)
+    problems = posteriors.check(suite.cells)  # one posterior per comparison (docs/architecture.md#one-posterior)
+    if problems:
+        raise suites.SuiteError(f"suite {suite.name!r} compares different posteriors: " + "; ".join(problems))
     out = Path(args.out) if args.out else DEFAULT_ROOT / suite.name
     if args.scheduler and args.executor != "dask":
         raise ZooError("--scheduler needs --executor dask.")

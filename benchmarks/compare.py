@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks import suites
+from benchmarks import posteriors, suites
 from zoo.errors import IncompatibleEngineError, OptionError, ZooError
 
 DEFAULT_ROOT = Path("bench_results")
@@ -92,6 +92,7 @@ def build_suite(
                 f"engine {name!r} does not fit model {spec.name!r}; engines that fit: {', '.join(fitting) or 'none'}."
             )
     per_engine = split_options(options, engines, {e: list(get_engine(e).options) for e in engines})
+    notes += posteriors.align_params(spec, engines, per_engine)  # one posterior per comparison
     for name in engines:
         validate_options(get_engine(name), per_engine[name])
     if not seeds or min(seeds) < 0 or len(set(seeds)) != len(seeds):
@@ -113,6 +114,9 @@ def build_suite(
         for engine in engines
         for seed in seeds
     ]
+    problems = posteriors.check(cells)
+    if problems:
+        raise OptionError(f"zoo compare {spec.name}: {problems[0]}")
     shown = ", ".join(f"{k}={v}" for k, v in (size or {}).items()) or "default size"
     on = f"data {data['file']}" if data else f"simulated data ({shown}, data seed {data_seed})"
     description = f"zoo compare {spec.name}: {', '.join(engines)} against {chosen}, on {on}, seeds {list(seeds)}"

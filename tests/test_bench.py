@@ -27,6 +27,7 @@ name = "blr"
 size = { n = 20, d = 2 }
 data_seed = 3
 reference = "exact"
+options = { params = { noise = 0.25 } }
 
   [[models.engines]]
   engine = "exact"
@@ -207,7 +208,13 @@ def test_report_has_a_table_per_model_and_embedded_figures(local_run):
     store, _, _ = local_run
     paths = report.write_report(store)
     md, page = paths["md"].read_text(), paths["html"].read_text()
-    assert "## blr" in md and "| exact (reference) | 2/2 |" in md and "## Failed cells" in md
+    assert "## blr" in md and "| exact (reference) | 2/2 | ok |" in md and "## Failed cells" in md
+    # errors with their MCSE, what was fixed for every engine, the best engine, the health column (issue 39)
+    assert "| mean err (ref sd) ± MCSE |" in md and " ± " in md.split("| svi |")[1].splitlines()[0]
+    assert (
+        "Parameters fixed for every engine: noise=0.25." in md
+        and "Best, averaged over 2 seeds: lowest mean error" in md
+    )
     assert "figures/blr-marginals.png" in md and (store.root / "figures" / "blr-ess.png").is_file()
     assert page.count('src="data:image/png;base64,') >= 2 and "<table" in page
     assert "unknown engine" in page and not store.temp_files()

@@ -27,6 +27,7 @@ name = "blr"
 size = { n = 20, d = 2 }
 data_seed = 3
 reference = "exact"
+options = { params = { noise = 0.25 } }  # what zoo compare fixes for every engine: exact conditions on it
 
   [[models.engines]]
   engine = "exact"
@@ -125,7 +126,9 @@ def test_reference_is_an_exact_engine_where_one_fits():
     suite, notes = compare.build_suite("blr", ["nuts", "svi"], [0, 1], {"num_samples": 10})
     assert [c.label for c in suite.cells if c.seed == 0] == ["exact", "nuts", "svi"]
     assert {c.reference for c in suite.cells} == {"exact"} and "added" in notes[0]
-    assert all(c.options == {"num_samples": 10} for c in suite.cells)
+    # exact conditions on blr's noise: every engine gets the default (tests/test_one_posterior.py)
+    assert all(c.options == {"num_samples": 10, "params": {"noise": 0.25}} for c in suite.cells)
+    assert "fixed for every engine" in notes[1]
     suite, notes = compare.build_suite("gp/regression", ["svi", "nuts"], [0], {})
     assert suite.cells[0].label == "svi" and {c.reference for c in suite.cells} == {"svi"} and not notes
     suite, _ = compare.build_suite("lgssm", ["pf", "pgas", "kalman"], [0], {})

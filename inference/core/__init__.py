@@ -1,8 +1,9 @@
 """The driver every engine and application stands on: ``run`` and the engine registry (``api``), shared engine
 options (``options``), a model's program as engines see it (``program``), chains (``chains``), bounded caches of
-compiled runners (``cache``) and the Dask client (``cluster``). It imports no engine and no application."""
+compiled runners (``cache``), the Dask client (``cluster``), which parameters a run holds fixed (``fixed``) and the
+time a run is expected to take (``progress``). It imports no engine and no application."""
 
-from inference.core import options
+from inference.core import fixed, options, progress
 from inference.core.api import (
     EngineOutput,
     Timer,
@@ -28,11 +29,13 @@ __all__ = [
     "engine_names",
     "engines_for",
     "fits",
+    "fixed",
     "get_engine",
     "latent_sites",
     "observed_args",
     "options",
     "package_versions",
+    "progress",
     "program_cache",
     "register_engine",
     "resolve_params",

@@ -239,14 +239,19 @@ def run(
     options: engine options (``num_chains``, ``num_samples``, ``params``, ...); see ``zoo list``.
     Raises ZooError subclasses for unknown names, engines that do not fit, bad data or options.
     """
-    from inference.results import diagnostics
+    from inference.core import fixed
+    from inference.results import diagnostics, health
 
     spec, data = resolve_model(model, data)
     chosen, opts = check_run(spec, engine, seed, options)
     simulate_key, engine_key = jax.random.split(jax.random.key(int(seed)))
     dataset = spec.validate(spec.simulate(simulate_key) if data is None else data)
+    fixed_params, at_defaults = {}, []
     if "params" in opts:
         opts["params"] = resolve_params(spec, dataset, opts["params"])
+        # what this posterior conditions on, and what nobody asked to fix (docs/architecture.md#one-posterior)
+        fixed_params, at_defaults = fixed.fixed_parameters(chosen.name, opts["params"], options.get("params"))
+        fixed.announce(chosen.name, spec.name, fixed_params, at_defaults)
 
     timer = Timer()
     start = time.perf_counter()
@@ -266,5 +271,12 @@ def run(
         "num_grad_evals": -1 if output.num_grad_evals is None else int(output.num_grad_evals),
         "num_lik_evals": -1 if output.num_lik_evals is None else int(output.num_lik_evals),
         "log_evidence": np.nan if output.log_evidence is None else float(output.log_evidence),
+        **fixed.to_attrs(fixed_params, at_defaults),
     }
-    return diagnostics.to_inference_data(output, dataset, attrs)
+    idata = diagnostics.to_inference_data(output, dataset, attrs)
+    # the engine's own diagnostics against stated thresholds, one warning line each (docs/architecture.md#health)
+    problems = health.check(idata)
+    health.announce(chosen.name, spec.name, problems)
+    for group in idata.groups():
+        idata[group].attrs["health"] = json.dumps(health.messages(problems))
+    return idata

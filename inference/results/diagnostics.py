@@ -4,6 +4,7 @@ Every ArviZ call of the project lives here, so a move to the ArviZ 1.x (DataTree
 ESS and R-hat are ArviZ's for every engine (NumPyro's ``n_eff`` differs).
 """
 
+import json
 import logging
 import os
 import warnings
@@ -111,15 +112,29 @@ def _has_stat(idata: az.InferenceData, name: str) -> bool:
 def _summary(idata: az.InferenceData, **kwargs: Any) -> pd.DataFrame:
     """``az.summary``; for one draw per chain (point-estimate engines: ml2, nigp, EM) its sd, MCSE and ESS are
     undefined, and NumPy's warnings about dividing by zero degrees of freedom only repeat that (the columns are
-    NaN)."""
+    NaN); so for draws that do not vary."""
     with warnings.catch_warnings():
-        if idata.posterior.sizes.get("draw", 2) < 2:
-            warnings.simplefilter("ignore", RuntimeWarning)
+        # NumPy's divide-by-zero warnings inside ArviZ for one draw per chain, or for draws that do not vary (a fixed
+        # or delta-guide site), say only what the NaN in the table says; the user cannot act on them.
+        warnings.simplefilter("ignore", RuntimeWarning)
         return az.summary(idata, round_to="none", **kwargs)
 
 
 def _diagnostics(idata: az.InferenceData) -> pd.DataFrame:
     return _summary(idata, kind="diagnostics")
+
+
+def component_diagnostics(idata: az.InferenceData) -> pd.DataFrame:
+    """Per component of every posterior variable (rows labelled ``w[0]``): MCSE of mean and sd, bulk and tail ESS,
+    R-hat (what ``inference.results.health`` checks)."""
+    return _diagnostics(idata)
+
+
+def pareto_k(log_weights: np.ndarray) -> float:
+    """The Pareto shape k of PSIS-smoothed importance weights (Vehtari et al. 2024), for
+    ``inference.results.health``."""
+    _, k = az.psislw(np.asarray(log_weights, dtype=float))
+    return float(np.max(k))
 
 
 def summary(idata: az.InferenceData, var_names: list[str] | None = None) -> pd.DataFrame:
@@ -150,6 +165,31 @@ def gaussian_log_density(truth: np.ndarray, mean: np.ndarray, sd: np.ndarray) ->
     return float(np.mean(-0.5 * z**2 - np.log(sd) - 0.5 * np.log(2.0 * np.pi)))
 
 
+def posterior_mcse(idata: az.InferenceData) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Per variable, the Monte Carlo standard errors of the posterior mean and sd (ArviZ's, autocorrelation
+    included; NaN for one draw per chain)."""
+    post = idata.posterior
+    if post.sizes.get("draw", 0) < 4:
+        nan = {name: np.full(post[name].shape[2:], np.nan) for name in post.data_vars}
+        return {name: (value, value) for name, value in nan.items()}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # constant draws (a delta guide): MCSE 0 or NaN, as it is
+        mean = az.mcse(post, method="mean")
+        sd = az.mcse(post, method="sd")
+    return {name: (np.asarray(mean[name]), np.asarray(sd[name])) for name in post.data_vars}
+
+
+def _worst(errors: list[np.ndarray], mcses: list[np.ndarray]) -> tuple[float, float, float]:
+    """(largest error, the MCSE of that component, largest error / MCSE over components)."""
+    error = np.concatenate([np.ravel(e) for e in errors])
+    mcse = np.concatenate([np.ravel(m) for m in mcses])
+    at = int(np.nanargmax(error)) if np.isfinite(error).any() else 0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z = error / mcse
+    z_max = float(np.nanmax(z)) if np.isfinite(mcse).any() and np.isfinite(z).any() else np.nan
+    return float(error[at]), float(mcse[at]), z_max
+
+
 def compare(
     results: Mapping[str, az.InferenceData],
     reference: "str | az.InferenceData | None" = None,
@@ -157,24 +197,37 @@ def compare(
 ) -> pd.DataFrame:
     """One row per engine: ESS (min bulk/tail, per second, per gradient), max R-hat, divergences, timings,
     log evidence, and against ``reference`` (a key of ``results`` or an InferenceData) the largest error of
-    posterior means and sds in reference-sd units. With ``truth`` (e.g. ``dataset.truth``), the log density
-    of the true latents per point for every variable the posterior shares with the truth.
+    posterior means and sds in reference-sd units, each with its Monte Carlo standard error (the engine's and the
+    reference's combined, at the component of the largest error: ``max_mean_err_mcse``, ``max_sd_err_mcse``) and the
+    largest ratio of error to MCSE over components (``max_mean_err_z``, ``max_sd_err_z``; above 3 the error is more
+    than Monte Carlo noise). With ``truth`` (e.g. ``dataset.truth``), the log density of the true latents per point
+    for every variable the posterior shares with the truth.
     """
     ref = results[reference] if isinstance(reference, str) else reference
     ref_moments = posterior_moments(ref) if ref is not None else {}
+    ref_mcse = posterior_mcse(ref) if ref is not None else {}
     rows = {}
     for name, idata in results.items():
         row = engine_stats(idata)
+        row["ess_per_s_total"] = (
+            row["min_ess_bulk"] / (row["run_s"] + row["compile_s"]) if row["run_s"] + row["compile_s"] > 0 else np.nan
+        )
         moments = posterior_moments(idata)
         shared = [v for v in moments if v in ref_moments]
         if shared:
-            mean_err = [np.abs(moments[v][0] - ref_moments[v][0]) / ref_moments[v][1] for v in shared]
-            sd_err = [np.abs(moments[v][1] - ref_moments[v][1]) / ref_moments[v][1] for v in shared]
-            row["max_mean_err_sd"] = float(max(np.max(e) for e in mean_err))
-            row["max_sd_err_rel"] = float(max(np.max(e) for e in sd_err))
+            mcse = posterior_mcse(idata)
+            ref_sd = {v: ref_moments[v][1] for v in shared}
+            mean_err = [np.abs(moments[v][0] - ref_moments[v][0]) / ref_sd[v] for v in shared]
+            sd_err = [np.abs(moments[v][1] - ref_moments[v][1]) / ref_sd[v] for v in shared]
+            mean_mcse = [np.hypot(mcse[v][0], ref_mcse[v][0]) / ref_sd[v] for v in shared]
+            sd_mcse = [np.hypot(mcse[v][1], ref_mcse[v][1]) / ref_sd[v] for v in shared]
+            row["max_mean_err_sd"], row["max_mean_err_mcse"], row["max_mean_err_z"] = _worst(mean_err, mean_mcse)
+            row["max_sd_err_rel"], row["max_sd_err_mcse"], row["max_sd_err_z"] = _worst(sd_err, sd_mcse)
         for var, value in (truth or {}).items():
             if var in moments and np.shape(value) == moments[var][0].shape:
                 row[f"true_{var}_logdens"] = gaussian_log_density(value, *moments[var])
+        row["health"] = list(json.loads(idata.posterior.attrs.get("health", "[]")))
+        row["fixed_params"] = json.loads(idata.posterior.attrs.get("fixed_params", "{}"))
         rows[name] = row
     return pd.DataFrame.from_dict(rows, orient="index")
 

@@ -53,8 +53,23 @@ def plot_marginals(
     # the KDE draws a spike instead of failing.
     data = [_jitter_constant(d) for d in data]
     axes = az.plot_density(data, data_labels=list(idatas), var_names=var_names, shade=0.1, hdi_prob=0.995)
-    figure = np.ravel(axes)[0].figure
-    figure.set_size_inches(12, 2.6 * max(1, np.ravel(axes).shape[0] // 3 + (np.ravel(axes).shape[0] % 3 > 0)))
+    flat = np.ravel(axes)
+    figure = flat[0].figure
+    handles, labels = [], []
+    for ax in flat:  # one legend under the panels, not over a marginal
+        legend = ax.get_legend()
+        if legend is not None:
+            if not handles:
+                handles, labels = ax.get_legend_handles_labels()
+            legend.remove()
+    rows = max(1, flat.shape[0] // 3 + (flat.shape[0] % 3 > 0))
+    figure.set_size_inches(12, 2.6 * rows + 0.6)
+    for ax in flat:
+        ax.title.set_fontsize(10)
+        ax.tick_params(labelsize=8)
+    if handles:
+        figure.legend(handles, labels, loc="lower center", ncol=len(labels), frameon=False)
+    figure.tight_layout(rect=(0, 0.6 / (2.6 * rows + 0.6), 1, 1))
     return figure
 
 
@@ -69,13 +84,65 @@ def _jitter_constant(idata: az.InferenceData) -> az.InferenceData:
     return az.InferenceData(posterior=posterior)
 
 
-def plot_trace_rank(idata: az.InferenceData, var_names: Sequence[str] | None = None, per_variable: int = 2):
-    """ArviZ trace plot with rank bars (marginal per chain on the left, rank histograms on the right)."""
+def components(posterior: xr.Dataset, var_names: Sequence[str], per_variable: int) -> list[tuple[str, np.ndarray]]:
+    """(label, draws (chain, draw)) of the first components of each variable, labelled like ArviZ (``w[0]``)."""
+    subset = first_components(posterior, var_names, per_variable)
+    out = []
+    for name in var_names:
+        values = np.asarray(subset[name])
+        flat = values.reshape(values.shape[0], values.shape[1], -1)
+        for k, index in enumerate(np.ndindex(*values.shape[2:])):
+            label = f"{name}[{', '.join(map(str, index))}]" if index else name
+            out.append((label, flat[:, :, k]))
+    return out
+
+
+def plot_trace_rank(
+    idata: az.InferenceData, var_names: Sequence[str] | None = None, per_variable: int = 2, max_rows: int = 8
+):
+    """Trace plots (each chain's draws against the draw index, left) and rank plots (right: per chain, the histogram
+    of the ranks of its draws among all chains' draws; for chains that sample the same distribution the histograms are
+    flat around the dashed line, Vehtari et al. 2021, sec. 4.1). At most ``max_rows`` components."""
     var_names = list(var_names or idata.posterior.data_vars)
-    subset = az.InferenceData(posterior=first_components(idata.posterior, var_names, per_variable))
-    axes = az.plot_trace(subset, var_names=var_names, kind="rank_bars", compact=False)
-    figure = np.ravel(axes)[0].figure
-    figure.set_size_inches(12, 1.8 * np.shape(axes)[0])
+    panels = components(idata.posterior, var_names, per_variable)[:max_rows]
+    if not panels:
+        return message_figure("no posterior variable to plot")
+    figure, axes = plt.subplots(
+        len(panels), 2, figsize=(12, 1.7 * len(panels) + 0.6), squeeze=False, gridspec_kw={"width_ratios": (2.2, 1)}
+    )
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for (label, draws), (trace_ax, rank_ax) in zip(panels, axes, strict=True):
+        chains, n = draws.shape
+        for c in range(chains):
+            trace_ax.plot(np.arange(n), draws[c], lw=0.6, alpha=0.8, color=colours[c % len(colours)])
+        trace_ax.set_ylabel(label, rotation=0, ha="right", va="center")
+        ranks = np.argsort(np.argsort(draws, axis=None, kind="stable"), kind="stable").reshape(draws.shape)
+        bins = max(5, min(20, n // 10))
+        edges = np.linspace(0, chains * n, bins + 1)
+        height = 1.0 / chains  # each chain drawn in its own band, as ArviZ's rank bars
+        for c in range(chains):
+            counts, _ = np.histogram(ranks[c], bins=edges)
+            scaled = counts / (n / bins) * height * 0.5  # a flat histogram is half the band high
+            rank_ax.bar(
+                edges[:-1],
+                scaled,
+                width=np.diff(edges),
+                bottom=c * height,
+                align="edge",
+                color=colours[c % len(colours)],
+                alpha=0.8,
+                edgecolor="white",
+                linewidth=0.3,
+            )
+            rank_ax.axhline(c * height + 0.5 * height, color="k", ls="--", lw=0.6)
+        rank_ax.set_yticks(
+            [(c + 0.5) * height for c in range(chains)], [f"chain {c}" for c in range(chains)], fontsize=7
+        )
+        rank_ax.set_xticks([])
+    axes[0, 0].set_title("trace: draws of each chain")
+    axes[0, 1].set_title("rank plot per chain (flat = chains agree)")
+    axes[-1, 0].set_xlabel("draw")
+    axes[-1, 1].set_xlabel("rank among all draws")
     figure.tight_layout()
     return figure
 
