@@ -1,6 +1,6 @@
 """One posterior per comparison (benchmarks/posteriors.py, inference/core/fixed.py): every shipped suite compares
-engines on the same posterior; a suite that does not is refused; ``zoo compare`` fixes what an exact engine conditions on;
-``inference.run`` says which parameters it fixed at the model's defaults."""
+engines on the same posterior; a suite that does not is refused; ``zoo compare`` fixes what an exact engine
+conditions on; ``inference.run`` says which parameters it fixed at the model's defaults."""
 
 import json
 
