@@ -412,7 +412,8 @@ _LEGEND = (
     "than Monte Carlo noise. Health counts the warnings of each engine's own diagnostics (R-hat > 1.01, ESS < 100 "
     "per chain, divergences, E-BFMI < 0.2, SVI not converged, particle degeneracy; inference/results/health.py), "
     "listed under the table. Every engine of a model describes the same posterior: the parameters fixed are the same "
-    "for all (benchmarks/posteriors.py). Log evidence is given by engines that estimate it. Compile s is 0 where a cell "
+    "for all (benchmarks/posteriors.py). "
+    "Log evidence is given by engines that estimate it. Compile s is 0 where a cell "
     "reused a program compiled earlier in the same process (same model, engine options and shapes)."
 )
 

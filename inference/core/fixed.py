@@ -23,7 +23,20 @@ import numpy as np
 
 from inference.results.health import stderr_logger
 
-CONDITIONING = frozenset({"exact", "kalman", "pf", "pgas", "ads", "is-ep"})
+__all__ = [
+    "CONDITIONING",
+    "STARTING",
+    "announce",
+    "conditions_on_params",
+    "describe",
+    "fixed_parameters",
+    "format_value",
+    "from_attrs",
+    "same_values",
+    "to_attrs",
+]
+
+CONDITIONING = frozenset({"exact", "kalman", "pf", "pgas", "ads", "is-ep", "laplace", "ep", "ess"})
 STARTING = frozenset({"pmcmc", "pgas-em", "psaem", "pf-ml"})
 
 LOG = stderr_logger("inference.params")
