@@ -374,3 +374,29 @@ def test_the_neutral_limit_of_every_nesting_operator_is_its_parent():
     for k, warm in starts.items():
         assert key(warm.limit) == key(warm.start) == k
         assert log_likelihood_at(warm.limit, noise, x, y) == pytest.approx(base, abs=1e-3), (made[k], k)
+
+
+def test_the_score_convention_is_printed_once_and_ctrl_c_stops_after_the_running_candidate(linear_search):
+    """Issue 43: the first progress line says which way the score is better; a SIGINT during the first candidate
+    stops the search after it (the second is never fitted) and returns the partial trace, marked interrupted, whose
+    JSON is written as usual; the previous SIGINT handler is back afterwards."""
+    import os
+    import signal
+
+    _, lines = linear_search
+    assert lines[0].startswith("score: BIC") and "higher is better" in lines[0]
+    assert sum("higher is better" in line for line in lines) == 1
+    x, y = linear_search[0].X[:, 0], linear_search[0].y
+    seen = []
+
+    def progress(line):
+        seen.append(line)
+        if "[1/2]" in line:
+            os.kill(os.getpid(), signal.SIGINT)
+
+    before = signal.getsignal(signal.SIGINT)
+    result = search(x, y, depth=3, base=("C", "Lin"), restarts=2, num_steps=100, progress=progress)
+    assert signal.getsignal(signal.SIGINT) is before
+    assert result.interrupted and [f.expression for f in result.trace] == ["C"] and result.best.expression == "C"
+    assert any("interrupted after 1 of 2 candidates" in line for line in seen)
+    assert result.to_json()["interrupted"] is True

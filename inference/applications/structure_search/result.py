@@ -116,6 +116,7 @@ class SearchResult:
     score: str
     options: dict
     wall_s: float
+    interrupted: bool = False  # stopped by Ctrl-C (SIGINT) after the candidate then running: a partial trace
 
     @property
     def kernel(self) -> Kernel:
@@ -158,6 +159,7 @@ class SearchResult:
                 },
                 "options": self.options,
                 "wall_s": self.wall_s,
+                "interrupted": self.interrupted,
                 "trace": [f.to_json() for f in self.trace],
             }
         )

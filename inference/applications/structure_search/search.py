@@ -4,7 +4,9 @@ docs/sources/duvenaud.md#search and #search-choices).
 Depth 1 fits every base kernel (the thesis starts from WN; our model always has its noise variance, so the
 start is "no kernel" and its expansions are the base kernels). At each further depth the ``width`` best kernels
 so far (width 1: the thesis's greedy search) are expanded by every operator of the grammar, each new structure
-(canonical form, ``zoo.structure``) is fitted by ML-II from several restarts (``fit.py``) and scored; structures
+(canonical form, ``zoo.structure``) is fitted by ML-II from several restarts (``fit.py``), plus one from the parent's
+optimum where the operator nests the parent (``starts.py``; such a child is never recorded below its parent,
+``_evaluate``), and scored; structures
 already fitted at an earlier depth are not fitted again. The search stops at ``depth`` or when the best score has
 not improved for ``patience`` depths, and returns the best candidate over all depths with the whole trace.
 Candidates of a depth are independent: fitted in a loop here, or as Dask tasks on local worker processes or a
@@ -17,7 +19,9 @@ optax's L-BFGS with the restarts as vmapped chains of one larger compiled progra
 
 import contextlib
 import math
+import signal
 import sys
+import threading
 import time
 from collections.abc import Callable
 
@@ -56,6 +60,12 @@ MAX_SHARED_PRODUCTS = 32  # terms x factors of the largest shared program (``_ca
 # a nesting child's recorded log likelihood is then at least the parent's minus this (``_evaluate``). The limit
 # differs from the parent's function by ~1e-8 of Var(y), far below it; the rest is the optimiser's stopping rule.
 NESTING_TOLERANCE = 0.01
+# Printed once before the first candidate: our BIC has the thesis's sign (3.3), the opposite of the usual one.
+CONVENTIONS = {
+    "bic": "BIC = log p(y | theta) - |M| / 2 log n, higher is better (the thesis's sign: -1/2 x the usual BIC)",
+    "laplace": "Laplace log evidence, higher is better",
+    "tsmc": "tempered-SMC log evidence, higher is better",
+}
 
 
 class SearchError(ZooError):
@@ -180,7 +190,9 @@ def search(
     best: Fitted | None = None
     capacities: dict[tuple[int, int], Capacity] = {}  # the shared programs so far, by (terms, factors)
     stale = 0
-    with _executor(workers, scheduler) as fit_all:
+    interrupted = False
+    say(f"score: {CONVENTIONS[score]}")
+    with _executor(workers, scheduler) as fit_all, _stop_on_sigint(say) as stop:
         for level in range(1, depth + 1):
             todo = []
             for parent in beam:
@@ -219,9 +231,18 @@ def search(
                     f"depth {level} [{done}/{len(todo)}] {entry.expression}: {score} {status}, "
                     f"{entry.wall_s:.1f} s (compile {entry.compile_s:.1f} s); best {shown}"
                 )
+                if stop.is_set():
+                    interrupted = True
+                    break
+            this_level = [entry for entry in this_level if entry is not None]  # all of them unless interrupted
             for entry in this_level:  # ties go to the earlier candidate, as in a serial search
                 best = _better(best, entry)
             trace.extend(this_level)
+            if interrupted:
+                say(f"depth {level}: interrupted after {len(this_level)} of {len(todo)} candidates; stopping")
+                if best is None:
+                    raise KeyboardInterrupt  # nothing fitted to return
+                break
             ok = sorted((e for e in this_level if e.ok), key=lambda e: e.score, reverse=True)
             if not ok:
                 if level == 1:
@@ -234,7 +255,32 @@ def search(
             if stale >= patience:
                 say(f"depth {level}: no improvement for {patience} depths; stopping")
                 break
-    return SearchResult(best, trace, X, y, scale, score, options, time.perf_counter() - start)
+    return SearchResult(best, trace, X, y, scale, score, options, time.perf_counter() - start, interrupted)
+
+
+@contextlib.contextmanager
+def _stop_on_sigint(say: Callable[[str], None]):
+    """An Event set by the first SIGINT (Ctrl-C) while the search runs: the search then stops after the candidate
+    being fitted and returns what it has (``SearchResult.interrupted``), which ``zoo search`` writes as usual; the
+    handler is then removed, so a second Ctrl-C interrupts at once. Outside the main thread (where Python cannot
+    install handlers) the Event is never set and Ctrl-C behaves as before."""
+    stop = threading.Event()
+    if threading.current_thread() is not threading.main_thread():
+        yield stop
+        return
+    previous = signal.getsignal(signal.SIGINT)
+    previous = signal.default_int_handler if previous is None else previous
+
+    def handler(signum, frame):
+        stop.set()
+        signal.signal(signal.SIGINT, previous)
+        say("interrupted: stopping after the running candidate (Ctrl-C again to stop at once)")
+
+    signal.signal(signal.SIGINT, handler)
+    try:
+        yield stop
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _warm_starts(parent: Fitted, grammar: Grammar, scales: Scales, Xs: np.ndarray, ys: np.ndarray) -> dict:
