@@ -4,14 +4,14 @@ docs/sources/duvenaud.md#period-bounds).
 The case that motivated them: on airline (monthly, standardised inputs) the depth-2 search kept Per + RQ with period
 0.40 years and Per lengthscale 7e-6, an aliasing optimum that extrapolated worse than SE. Exact checks: that kernel
 is flagged and a yearly Per is not; the restart choice skips an inadmissible restart however high its likelihood;
-and an ML-II fit started at the degenerate point stays there (the bug) unless the bounds reject it.
+and an ML-II fit started at the degenerate point stays there (the bug) unless the bounds project it back.
 """
 
 import numpy as np
 import pytest
 
 from inference.applications.structure_search.bounds import PeriodBounds, best_admissible
-from inference.applications.structure_search.fit import FitFailure, fit_ml2
+from inference.applications.structure_search.fit import FitFailure, fit_ml2, log_likelihood_at
 from zoo.kernels import parse
 from zoo.kernels.stationary import Periodic
 
@@ -56,7 +56,7 @@ def test_the_restart_kept_is_the_best_admissible_one(bounds):
     assert best_admissible([12.0, np.nan], [bad, good], bounds)[0] is None
 
 
-def test_a_fit_stuck_at_the_aliasing_optimum_fails_instead_of_being_kept(bounds):
+def test_a_fit_stuck_at_the_aliasing_optimum_is_projected_back_not_kept_or_dropped(bounds):
     # y: a yearly cycle plus a trend, standardised; the start is the degenerate Per, from which the gradient is ~0.
     x = (YEARS - YEARS.mean()) / SD
     y = np.sin(2 * np.pi * YEARS) + 0.3 * (YEARS - YEARS.mean())
@@ -64,5 +64,30 @@ def test_a_fit_stuck_at_the_aliasing_optimum_fails_instead_of_being_kept(bounds)
     start = standardised_per(0.40, 7e-6)
     stuck = fit_ml2(start, x[:, None], y, noise=0.1, restarts=1, num_steps=50)
     assert np.max(np.asarray(stuck.kernel.lengthscale)) < 1e-3  # the bug: without bounds the degenerate optimum is kept
-    with pytest.raises(FitFailure, match="aliasing"):
-        fit_ml2(start, x[:, None], y, noise=0.1, restarts=1, num_steps=50, bounds=bounds)
+    # Issue 43: with bounds the restart is projected into them (period clipped, l raised to 2 dx / p) and its
+    # likelihood evaluated there, so the candidate keeps a score instead of failing.
+    kept = fit_ml2(start, x[:, None], y, noise=0.1, restarts=1, num_steps=50, bounds=bounds)
+    assert bounds.admissible(kept.kernel) and any("aliasing" in b for b in kept.projected[0])
+    assert kept.log_likelihood == pytest.approx(log_likelihood_at(kept.kernel, kept.noise, x[:, None], y), abs=1e-9)
+    assert kept.log_likelihood < stuck.log_likelihood  # the projected point is not the degenerate optimum
+
+
+def test_projection_moves_only_what_breaks_a_bound(bounds):
+    bad, good = standardised_per(0.40, 7e-6), standardised_per(1.0, 1.0)
+    inside = bounds.project(bad + good)
+    assert bounds.admissible(inside)
+    assert float(inside.left.period) == pytest.approx(float(bad.period))  # 0.40 years is within the period bounds
+    assert float(inside.left.lengthscale) * float(inside.left.period) >= 2.0 * bounds.spacing[0]
+    assert inside.right == good
+    assert float(bounds.project(standardised_per(8.0, 1.0)).period) == pytest.approx(0.5 * bounds.range[0])
+
+
+def test_every_restart_non_finite_is_a_failure_with_the_reason(monkeypatch):
+    from inference.applications.structure_search import fit as fit_module
+
+    def nan_run(template, given, restarts, *args):
+        return np.full(restarts, np.nan), [(template, 0.1)] * restarts, [0.0, 0.0, 0.0]
+
+    monkeypatch.setattr(fit_module, "_run", nan_run)
+    with pytest.raises(FitFailure, match="non-finite"):
+        fit_ml2("SE", YEARS[:, None], np.sin(YEARS), restarts=2)

@@ -16,8 +16,11 @@ observed, the upper end of our period draws), and add the aliasing bound on the 
   for small l; the bound keeps that width, 1 / (l p) in frequency, within the Nyquist frequency 1 / (2 dx_min).
   A weekly profile on daily data (p = 7 dx) stays expressible: at l p = 2 dx adjacent days correlate 0.01.
 
-A restart whose optimum breaks a bound is discarded; the candidate keeps its best admissible restart, and fails
-(recorded, score -inf) when none is admissible, as gpss-research dropped such models.
+gpss-research discarded a model whose fit broke a bound. We keep every restart: one whose optimum breaks a bound
+is projected back onto the admissible region (``PeriodBounds.project``: the period clipped into its interval, then
+the lengthscale raised to 2 dx_min / period) and its log likelihood is evaluated again there (``fit.py``), so a
+candidate is never lost because its optimiser wandered off; the candidate keeps its best restart, projected or not,
+and fails (recorded with the reason, score -inf) only when no restart has a finite likelihood.
 """
 
 import dataclasses
@@ -69,6 +72,24 @@ class PeriodBounds:
 
     def admissible(self, kernel: Kernel) -> bool:
         return not self.violations(kernel)
+
+    def project(self, kernel: Kernel) -> Kernel:
+        """The nearest admissible kernel in each periodic node's own coordinates (module docstring); other nodes
+        and admissible values unchanged."""
+        return self._project(kernel, tuple(range(len(self.spacing))))
+
+    def _project(self, kernel: Kernel, columns: tuple[int, ...]) -> Kernel:
+        if isinstance(kernel, ActiveDims):
+            columns = tuple(columns[d] for d in kernel.dims if d < len(columns))
+        updates = {name: self._project(getattr(kernel, name), columns) for name in kernel.CHILDREN}
+        if kernel.SYMBOL in PERIODIC and columns:
+            dx, R = float(np.min(self.spacing[list(columns)])), float(np.max(self.range[list(columns)]))
+            period = float(np.clip(np.asarray(kernel.period), MIN_PERIOD_SPACINGS * dx, MAX_PERIOD_FRACTION * R))
+            updates["period"] = period
+            if kernel.SYMBOL in WITH_LENGTHSCALE:
+                floor = MIN_LENGTHSCALE_PERIOD_SPACINGS * dx / period * (1 + 1e-9)  # on the admissible side
+                updates["lengthscale"] = np.maximum(np.asarray(kernel.lengthscale, float), floor)
+        return dataclasses.replace(kernel, **updates) if updates else kernel
 
     def _walk(self, kernel: Kernel, columns: tuple[int, ...], found: list[str]) -> None:
         if isinstance(kernel, ActiveDims):

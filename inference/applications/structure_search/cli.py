@@ -53,7 +53,7 @@ def run(args) -> int:
     )
     path = result.write_json(Path(args.out))
     print(f"best: {result.best.expression} ({result.score} {result.best.score:.2f}, depth {result.best.depth})")
-    print(f"wrote {path}")
+    print(f"wrote {path}" + (" (interrupted: the candidates fitted before Ctrl-C)" if result.interrupted else ""))
     if args.report is not None:
         from inference.applications.structure_report import report
 
@@ -63,4 +63,4 @@ def run(args) -> int:
             result.kernel, result.noise, result.X, result.y, Path(args.report), name, notes, offset=result.mean
         )
         print(f"wrote {paths['html']} and {paths['md']}")
-    return 0
+    return 130 if result.interrupted else 0  # the shell's code for a run stopped by SIGINT

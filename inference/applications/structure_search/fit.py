@@ -1,22 +1,25 @@
 """ML-II of ``gp/regression`` with one kernel structure through ``inference.run`` (engine ``ml2``): restarts are
-the chains of one compiled program and the best admissible restart is kept (docs/sources/duvenaud.md#search-choices).
-One candidate of the structure search, and the figure scripts' fits of a fixed kernel expression.
+the chains of one compiled program, a restart outside the bounds is projected back into them, and the best restart
+is kept (docs/sources/duvenaud.md#search-choices). One candidate of the structure search, and the figure scripts'
+fits of a fixed kernel expression.
 
 Chain 0 starts exactly at the given values (in the search: the candidate's, inherited from the parent where the
 operator kept them, drawn on the data's scales where it introduced them, ``scales.py``); chains 1.. start ``jitter``
 away in the unconstrained space (ml2's ``init_radius``: a factor exp(N(0, jitter^2)) on positive values, an
-N(0, jitter^2) shift of locations on the standardised axis).
+N(0, jitter^2) shift of locations on the standardised axis). With ``warm`` (the search's warm start, ``starts.py``)
+one restart more starts exactly there.
 """
 
 import dataclasses
 from collections.abc import Mapping
 
+import jax.numpy as jnp
 import numpy as np
 
 import inference
 import zoo
-from inference.applications.structure_search.bounds import PeriodBounds, best_admissible
-from zoo import regression
+from inference.applications.structure_search.bounds import PeriodBounds
+from zoo import gp, regression
 from zoo.errors import ZooError
 from zoo.kernels import parse, with_values
 from zoo.kernels.base import Kernel
@@ -24,13 +27,13 @@ from zoo.kernels.priors import default_values, parametrised_nodes, site_names
 from zoo.regression import GP_DEFAULTS
 from zoo.structure import program
 
-__all__ = ["DEFAULT_NOISE", "FitFailure", "FitOutcome", "fit_ml2", "start_values"]
+__all__ = ["DEFAULT_NOISE", "FitFailure", "FitOutcome", "fit_ml2", "log_likelihood_at", "start_values"]
 
 DEFAULT_NOISE = GP_DEFAULTS["noise"]  # gp/regression's start for the noise variance
 
 
 class FitFailure(ZooError):
-    """Every restart of a candidate ended on a non-finite marginal likelihood or outside the bounds."""
+    """Every restart of a candidate ended on a non-finite marginal likelihood (after projecting into the bounds)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,10 +43,11 @@ class FitOutcome:
     log_likelihood: float
     restart_log_likelihoods: list
     wall_s: float
-    rejected: list = dataclasses.field(default_factory=list)  # per restart: the bounds it broke (empty: kept)
+    projected: list = dataclasses.field(default_factory=list)  # per restart: the bounds it broke (empty: none)
     chain: int = 0  # which restart was kept
     compile_s: float = 0.0  # of wall_s: XLA compilation (the rest: the optimisation and Python)
     run_s: float = 0.0  # of wall_s: the compiled program's calls
+    warm_chain: int | None = None  # the restart started from ``warm`` (the last one), if any
 
 
 def start_values(kernel: Kernel, noise: float | None = None) -> dict[str, np.ndarray]:
@@ -66,6 +70,7 @@ def fit_ml2(
     init: Mapping[str, float] | None = None,
     optimizer: str = "lbfgs",
     capacity: program.Capacity | None = None,
+    warm: Kernel | None = None,
 ) -> FitOutcome:
     """ML-II of ``gp/regression`` with ``kernel``'s structure on (X (n, D), y (n,)); the restart with the highest
     log marginal likelihood among those within ``bounds`` (all, without bounds) is kept.
@@ -77,12 +82,52 @@ def fit_ml2(
     another: compiles several times faster; docs/performance.md#structure-search). ``capacity``: fit through
     ``gp/structure``, the program shared by every structure within that capacity (``zoo.structure.program``;
     docs/performance.md#shared-program), instead of ``gp/regression`` compiled for this structure; the kernel must
-    be encodable (else ``NotEncodable``)."""
+    be encodable (else ``NotEncodable``). ``warm``: a kernel of the same structure (a warm start, ``starts.py``)
+    from which one more restart runs, exactly (no jitter), with the same noise start. A restart that ends outside
+    ``bounds`` is projected back and evaluated there (``bounds.py``); ``FitFailure`` when no restart has a finite
+    log likelihood."""
     template = parse(kernel) if isinstance(kernel, str) else kernel
     own = {} if isinstance(kernel, str) else start_values(template)  # a string's sites start at the model defaults
     given = {**own, **({} if noise is None else {"noise": np.asarray(noise, float)}), **(init or {})}
+    settings = (X, y, num_steps, seed, optimizer, capacity)
+    logliks, fits, timing = _run(template, given, restarts, jitter, *settings)
+    warm_chain = None
+    if warm is not None:  # one more restart, from the warm start exactly (starts.py)
+        warm_given = {**start_values(warm), "noise": given.get("noise", np.asarray(DEFAULT_NOISE))}
+        more, warm_fits, warm_timing = _run(warm, warm_given, 1, 0.0, *settings)
+        logliks, fits, warm_chain = np.concatenate([logliks, more]), fits + warm_fits, len(fits)
+        timing = [a + b for a, b in zip(timing, warm_timing, strict=True)]
+    projected = [[] if bounds is None else bounds.violations(k) for k, _ in fits]
+    for i, broken in enumerate(projected):
+        if broken:  # projected back and evaluated there, not dropped (bounds.py)
+            inside = bounds.project(fits[i][0])
+            fits[i] = (inside, fits[i][1])
+            logliks[i] = log_likelihood_at(inside, float(fits[i][1]), X, y)
+    if not np.any(np.isfinite(logliks)):
+        where = "" if not any(projected) else " (" + "; ".join(sorted({b for lines in projected for b in lines})) + ")"
+        raise FitFailure(f"{template}: every restart ended on a non-finite log marginal likelihood{where}.")
+    chain = int(np.argmax(np.where(np.isfinite(logliks), logliks, -np.inf)))
+    fitted, fitted_noise = fits[chain]
+    wall_s, compile_s, run_s = timing
+    return FitOutcome(
+        fitted,
+        float(fitted_noise),
+        float(logliks[chain]),
+        logliks.tolist(),
+        wall_s,
+        projected,
+        chain,
+        compile_s,
+        run_s,
+        warm_chain,
+    )
+
+
+def _run(template: Kernel, given: dict, restarts: int, jitter: float, X, y, num_steps, seed, optimizer, capacity):
+    """One ``inference.run`` of ml2 from ``given``: (log likelihoods (restarts,), [(kernel, noise)] per restart,
+    [wall_s, compile_s, run_s])."""
     if capacity is None:
-        expression = kernel if isinstance(kernel, str) else str(kernel)
+        expression = str(template)
         model, data, start = zoo.get("gp/regression", kernel=expression), {"X": X, "y": y}, given
 
         def read(estimates):
@@ -109,23 +154,12 @@ def fit_ml2(
         init_radius=jitter,
         optimizer=optimizer,
     )
-    logliks = np.asarray(idata.point_estimates["log_likelihood"].values, float)
-    if not np.any(np.isfinite(logliks)):
-        raise FitFailure(f"{template}: every restart ended on a non-finite log marginal likelihood.")
+    logliks = np.array(idata.point_estimates["log_likelihood"].values, float)  # a copy: projection writes to it
     fits = [read(idata.point_estimates.isel(chain=c)) for c in range(restarts)]
-    chain, violations = best_admissible(logliks, [k for k, _ in fits], bounds)
-    if chain is None:
-        broken = "; ".join(sorted({line for lines in violations for line in lines}))
-        raise FitFailure(f"{template}: no restart ended within the periodic kernels' bounds ({broken}).")
-    fitted, fitted_noise = fits[chain]
-    return FitOutcome(
-        fitted,
-        float(fitted_noise),
-        float(logliks[chain]),
-        logliks.tolist(),
-        float(idata.posterior.attrs["wall_s"]),
-        violations,
-        chain,
-        float(idata.posterior.attrs["compile_s"]),
-        float(idata.posterior.attrs["run_s"]),
-    )
+    attrs = idata.posterior.attrs
+    return logliks, fits, [float(attrs["wall_s"]), float(attrs["compile_s"]), float(attrs["run_s"])]
+
+
+def log_likelihood_at(kernel: Kernel, noise: float, X: np.ndarray, y: np.ndarray) -> float:
+    """log N(y | 0, K + noise I) at the given values: the objective ML-II maximises, evaluated once."""
+    return float(gp.log_marginal_likelihood(kernel, jnp.asarray(X), jnp.asarray(y), noise))

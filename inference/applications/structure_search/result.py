@@ -51,7 +51,8 @@ class Standardisation:
 class Fitted:
     """One candidate of the search, fitted by ML-II on the standardised data.
 
-    ``score`` is the search's score (higher is better; BIC by default), ``scores`` every score computed for it,
+    ``score`` is the search's score (higher is better; BIC by default; ``log_likelihood`` is never below a nested
+    parent's by more than ``search.NESTING_TOLERANCE``), ``scores`` every score computed for it,
     ``error`` the reason a candidate failed (its score is then -inf and the search goes on)."""
 
     depth: int
@@ -70,6 +71,11 @@ class Fitted:
     compile_s: float = 0.0  # of wall_s: XLA compilation of the candidate's ML-II
     run_s: float = 0.0  # of wall_s: the compiled program's calls
     error: str | None = None
+    # Whether the child contains its parent (a nesting operator whose neutral limit reproduced the parent's likelihood
+    # within the search's tolerance; search.py), None where not checked (depth 1, or an operator that does not nest)
+    nests_parent: bool | None = None
+    projected: list = dataclasses.field(default_factory=list)  # restarts projected back into the bounds (bounds.py)
+    notes: list = dataclasses.field(default_factory=list)  # what the fitting did beyond its restarts (refits)
 
     @property
     def ok(self) -> bool:
@@ -110,6 +116,7 @@ class SearchResult:
     score: str
     options: dict
     wall_s: float
+    interrupted: bool = False  # stopped by Ctrl-C (SIGINT) after the candidate then running: a partial trace
 
     @property
     def kernel(self) -> Kernel:
@@ -152,6 +159,7 @@ class SearchResult:
                 },
                 "options": self.options,
                 "wall_s": self.wall_s,
+                "interrupted": self.interrupted,
                 "trace": [f.to_json() for f in self.trace],
             }
         )

@@ -4,7 +4,9 @@ docs/sources/duvenaud.md#search and #search-choices).
 Depth 1 fits every base kernel (the thesis starts from WN; our model always has its noise variance, so the
 start is "no kernel" and its expansions are the base kernels). At each further depth the ``width`` best kernels
 so far (width 1: the thesis's greedy search) are expanded by every operator of the grammar, each new structure
-(canonical form, ``zoo.structure``) is fitted by ML-II from several restarts (``fit.py``) and scored; structures
+(canonical form, ``zoo.structure``) is fitted by ML-II from several restarts (``fit.py``), plus one from the parent's
+optimum where the operator nests the parent (``starts.py``; such a child is never recorded below its parent,
+``_evaluate``), and scored; structures
 already fitted at an earlier depth are not fitted again. The search stops at ``depth`` or when the best score has
 not improved for ``patience`` depths, and returns the best candidate over all depths with the whole trace.
 Candidates of a depth are independent: fitted in a loop here, or as Dask tasks on local worker processes or a
@@ -17,24 +19,35 @@ optax's L-BFGS with the restarts as vmapped chains of one larger compiled progra
 
 import contextlib
 import math
+import signal
 import sys
+import threading
 import time
 from collections.abc import Callable
 
 import numpy as np
 
 from inference.applications.structure_search.bounds import PeriodBounds
-from inference.applications.structure_search.fit import fit_ml2, start_values
+from inference.applications.structure_search.fit import fit_ml2, log_likelihood_at, start_values
 from inference.applications.structure_search.result import Fitted, SearchResult, Standardisation
 from inference.applications.structure_search.scales import DataScaledFactory, Scales
 from inference.applications.structure_search.scores import SCORES, bic, laplace_log_evidence, tsmc_log_evidence
+from inference.applications.structure_search.starts import residual_period, warm_starts
 from inference.core.cluster import dask_client
 from zoo.errors import DataError, OptionError, ZooError
 from zoo.kernels import NAMES, num_params
 from zoo.structure.grammar import BASIC, OPERATORS, TIME_SERIES_BASE, Grammar, expand
 from zoo.structure.program import Capacity, NotEncodable, encode
 
-__all__ = ["MAX_SHARED_PRODUCTS", "PROGRAMS", "SHARED_MAX_N", "SearchError", "check_data", "search"]
+__all__ = [
+    "MAX_SHARED_PRODUCTS",
+    "NESTING_TOLERANCE",
+    "PROGRAMS",
+    "SHARED_MAX_N",
+    "SearchError",
+    "check_data",
+    "search",
+]
 
 PROGRAMS = ("auto", "shared", "per-structure")
 # Largest n at which "auto" shares programs between structures. An evaluation of the shared program gathers every
@@ -43,6 +56,16 @@ PROGRAMS = ("auto", "shared", "per-structure")
 # leaves this machine's 32 MB cache and an evaluation took 3-6x longer (docs/performance.md#shared-program).
 SHARED_MAX_N = 200
 MAX_SHARED_PRODUCTS = 32  # terms x factors of the largest shared program (``_capacities``)
+# Nats. A child nests its parent when its neutral limit (starts.py) is within this of the parent's log likelihood;
+# a nesting child's recorded log likelihood is then at least the parent's minus this (``_evaluate``). The limit
+# differs from the parent's function by ~1e-8 of Var(y), far below it; the rest is the optimiser's stopping rule.
+NESTING_TOLERANCE = 0.01
+# Printed once before the first candidate: our BIC has the thesis's sign (3.3), the opposite of the usual one.
+CONVENTIONS = {
+    "bic": "BIC = log p(y | theta) - |M| / 2 log n, higher is better (the thesis's sign: -1/2 x the usual BIC)",
+    "laplace": "Laplace log evidence, higher is better",
+    "tsmc": "tempered-SMC log evidence, higher is better",
+}
 
 
 class SearchError(ZooError):
@@ -167,16 +190,19 @@ def search(
     best: Fitted | None = None
     capacities: dict[tuple[int, int], Capacity] = {}  # the shared programs so far, by (terms, factors)
     stale = 0
-    with _executor(workers, scheduler) as fit_all:
+    interrupted = False
+    say(f"score: {CONVENTIONS[score]}")
+    with _executor(workers, scheduler) as fit_all, _stop_on_sigint(say) as stop:
         for level in range(1, depth + 1):
             todo = []
             for parent in beam:
+                warm = {} if parent is None else _warm_starts(parent, grammar, factory.scales, Xs, ys)
                 for cand in expand(None if parent is None else parent.kernel, grammar, factory):
                     if cand.key not in fitted_keys:
                         fitted_keys.add(cand.key)
-                        todo.append((cand, parent))
+                        todo.append((cand, parent, warm.get(cand.key)))
             say(f"depth {level}: {len(todo)} candidates")
-            encodings = _encodings([cand for cand, _ in todo], D) if options["program"] == "shared" else {}
+            encodings = _encodings([cand for cand, _, _ in todo], D) if options["program"] == "shared" else {}
             shared_by_key = _capacities(encodings, capacities)
             jobs = [
                 (
@@ -190,8 +216,9 @@ def search(
                     int(rng.integers(2**31)),
                     bounds,
                     shared_by_key.get(cand.key),
+                    warm,
                 )
-                for cand, parent in todo
+                for cand, parent, warm in todo
             ]
             this_level: list[Fitted | None] = [None] * len(jobs)
             leader = best  # as the fits arrive (any order); ``best`` itself is then taken in the candidates' order
@@ -204,9 +231,18 @@ def search(
                     f"depth {level} [{done}/{len(todo)}] {entry.expression}: {score} {status}, "
                     f"{entry.wall_s:.1f} s (compile {entry.compile_s:.1f} s); best {shown}"
                 )
+                if stop.is_set():
+                    interrupted = True
+                    break
+            this_level = [entry for entry in this_level if entry is not None]  # all of them unless interrupted
             for entry in this_level:  # ties go to the earlier candidate, as in a serial search
                 best = _better(best, entry)
             trace.extend(this_level)
+            if interrupted:
+                say(f"depth {level}: interrupted after {len(this_level)} of {len(todo)} candidates; stopping")
+                if best is None:
+                    raise KeyboardInterrupt  # nothing fitted to return
+                break
             ok = sorted((e for e in this_level if e.ok), key=lambda e: e.score, reverse=True)
             if not ok:
                 if level == 1:
@@ -219,7 +255,41 @@ def search(
             if stale >= patience:
                 say(f"depth {level}: no improvement for {patience} depths; stopping")
                 break
-    return SearchResult(best, trace, X, y, scale, score, options, time.perf_counter() - start)
+    return SearchResult(best, trace, X, y, scale, score, options, time.perf_counter() - start, interrupted)
+
+
+@contextlib.contextmanager
+def _stop_on_sigint(say: Callable[[str], None]):
+    """An Event set by the first SIGINT (Ctrl-C) while the search runs: the search then stops after the candidate
+    being fitted and returns what it has (``SearchResult.interrupted``), which ``zoo search`` writes as usual; the
+    handler is then removed, so a second Ctrl-C interrupts at once. Outside the main thread (where Python cannot
+    install handlers) the Event is never set and Ctrl-C behaves as before."""
+    stop = threading.Event()
+    if threading.current_thread() is not threading.main_thread():
+        yield stop
+        return
+    previous = signal.getsignal(signal.SIGINT)
+    previous = signal.default_int_handler if previous is None else previous
+
+    def handler(signum, frame):
+        stop.set()
+        signal.signal(signal.SIGINT, previous)
+        say("interrupted: stopping after the running candidate (Ctrl-C again to stop at once)")
+
+    signal.signal(signal.SIGINT, handler)
+    try:
+        yield stop
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _warm_starts(parent: Fitted, grammar: Grammar, scales: Scales, Xs: np.ndarray, ys: np.ndarray) -> dict:
+    """The warm starts of ``parent``'s nesting expansions by key (starts.py), new periods from its residuals."""
+    try:
+        period = residual_period(parent.kernel, parent.noise, Xs, ys)
+    except np.linalg.LinAlgError:  # a parent whose covariance does not solve: the geometric middle of the bounds
+        period = None
+    return warm_starts(parent.kernel, grammar, scales, period)
 
 
 def _better(best: Fitted | None, entry: Fitted) -> Fitted | None:
@@ -279,13 +349,19 @@ def _encodings(candidates, D: int) -> dict:
 
 
 def _evaluate(
-    cand, parent, level: int, Xs, ys, noise: float, options: dict, seed: int, bounds=None, capacity=None
+    cand, parent, level: int, Xs, ys, noise: float, options: dict, seed: int, bounds=None, capacity=None, warm=None
 ) -> Fitted:
-    """Fit one candidate (through the shared program of ``capacity`` if given) and score it; failures are
-    recorded, not raised."""
+    """Fit one candidate (through the shared program of ``capacity`` if given; with one more restart from ``warm``,
+    a ``starts.WarmStart``) and score it; failures are recorded, not raised.
+
+    A candidate that nests its parent (its warm start's neutral limit reproduces the parent's log likelihood within
+    ``NESTING_TOLERANCE``) and whose best restart still ends below the parent by more than that is refitted from the
+    warm start alone with 4x the steps; if that too ends below, the limit itself (the parent's function, a point of
+    the child's parameter space) is recorded, so a nested child never scores below its parent's likelihood."""
     entry = Fitted(level, cand.key, cand.operator, None if parent is None else parent.expression)
     t0 = time.perf_counter()
     try:
+        run = dict(bounds=bounds, optimizer=options["optimizer"], capacity=capacity)
         fit = fit_ml2(
             cand.kernel,
             Xs,
@@ -295,13 +371,27 @@ def _evaluate(
             options["jitter"],
             options["num_steps"],
             seed,
-            bounds,
-            optimizer=options["optimizer"],
-            capacity=capacity,
+            warm=None if warm is None else warm.start,
+            **run,
         )
         entry.compile_s, entry.run_s = fit.compile_s, fit.run_s
         entry.kernel, entry.noise, entry.log_likelihood = fit.kernel, fit.noise, fit.log_likelihood
         entry.restart_log_likelihoods = fit.restart_log_likelihoods
+        entry.projected = [i for i, broken in enumerate(fit.projected) if broken]
+        if warm is not None and parent is not None:
+            floor = log_likelihood_at(warm.limit, parent.noise, Xs, ys)
+            entry.nests_parent = bool(floor >= parent.log_likelihood - NESTING_TOLERANCE)
+            if entry.nests_parent and entry.log_likelihood < parent.log_likelihood - NESTING_TOLERANCE:
+                below = parent.log_likelihood - entry.log_likelihood
+                refit = fit_ml2(warm.start, Xs, ys, parent.noise, 1, 0.0, 4 * options["num_steps"], seed, **run)
+                entry.compile_s, entry.run_s = entry.compile_s + refit.compile_s, entry.run_s + refit.run_s
+                if refit.log_likelihood > entry.log_likelihood:
+                    entry.kernel, entry.noise, entry.log_likelihood = refit.kernel, refit.noise, refit.log_likelihood
+                note = f"{below:.3g} nats below the parent: refitted from the warm start ({refit.log_likelihood:.4g})"
+                if entry.log_likelihood < floor:
+                    entry.kernel, entry.noise, entry.log_likelihood = warm.limit, parent.noise, floor
+                    note += "; kept the parent's point"
+                entry.notes.append(note)
         entry.num_params = num_params(fit.kernel, Xs.shape[1]) + 1
         entry.bic = bic(fit.log_likelihood, entry.num_params, Xs.shape[0])
         entry.scores["bic"] = entry.bic
