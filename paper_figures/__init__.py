@@ -27,6 +27,7 @@ SCRIPTS: list[str] = [
     "mchutchon_dependent_transitions",
     "franzese_svgp",
     "franzese_active_learning",
+    "franzese_notes_figures",
     "kaiser_dagp_noise_separation",
     "kaiser_dagp_multimodal",
     "kaiser_dagp_cartpole",
