@@ -1,11 +1,11 @@
 """Franzese (2024) lecture notes, Figs 2.1-2.3, 4.1-4.5, 5.1-5.3, 6.1 and 8.1: the illustrative figures of chs 2-8.
 
-Assumed defaults (the notes print no data for any of these; docs/sources/franzese.md#notes-figures):
+Assumed defaults (Franzese's lecture notes print no data for any of these; docs/sources/franzese.md#notes-figures):
 - Figs 2.1/2.3: x ~ U[0, 10], N = 50, y = 2 x + 1 + N(0, 1), design [x, 1]; BLR with Sigma_p = sp2 I and the noise
   variance known (1). The registered ``blr`` has Sigma_p = I, so Sigma_p = sp2 I is run as ``blr`` on the design
   sqrt(sp2) X (w = sqrt(sp2) v, exact). OLS (eq. 2.2) and ridge are closed-form algebra here.
 - Fig 2.2: y = sin x + N(0, 0.1^2), N = 20 on [0, 2 pi], SE kernel (variance 1, lengthscale 1); kernel LR is
-  alpha = K^-1 y (eq. 2.9), computed as kernel ridge (K + lambda I)^-1 y with lambda -> 0 (the notes have no
+  alpha = K^-1 y (eq. 2.9), computed as kernel ridge (K + lambda I)^-1 y with lambda -> 0 (Franzese's text has no
   regulariser).
 - Figs 4.1-4.5 and 6.1: the companion notebook's noisy sine y = sin(2 pi 0.1 t) + N(0, 0.3^2) on [0, 40] (full: 500
   points as the notebook, quick: 100), predictions on [-20, 60], bands +-2 sd; hyperparameters by type-II ML
@@ -16,7 +16,7 @@ Assumed defaults (the notes print no data for any of these; docs/sources/franzes
   period 8; Lin + Per on y = 0.3 x + sin x + N(0, 0.2^2), 60 points on [0, 15], extrapolated to [15, 25].
 - Fig 8.1: the companion notebook's sin(2 pi t) + N(0, 0.3^2) on [0, 1] (full: 2000 points, the notebook's 500 000
   thinned; quick: 300), m = 5 inducing inputs from a random subset, the hyperparameters by maximising
-  the VFE bound (``ml2`` on ``gp/vfe``); Z stays at that subset (the notes then optimise Z: not done here, see
+  the VFE bound (``ml2`` on ``gp/vfe``); Z stays at that subset (the lecture then optimises Z: not done here, see
   the docs page); prediction eqs. 8.7-8.8 (DTC).
 """
 
@@ -56,7 +56,7 @@ def ridge(X, y, lam):
 
 
 def kernel_ridge(K, y, lam):
-    """Dual coefficients alpha = (K + lam I)^-1 y; lam = 0 is the notes' kernel LR alpha = K^-1 y (eq. 2.9)."""
+    """Dual coefficients alpha = (K + lam I)^-1 y; lam = 0 is Franzese's kernel LR alpha = K^-1 y (eq. 2.9)."""
     return np.linalg.solve(K + lam * np.eye(K.shape[0]), y)
 
 
