@@ -1,10 +1,12 @@
 """zoo.cpu_threads: the BLAS thread limit behind JAX's CPU LAPACK calls (docs/performance.md#busy-machine)."""
 
+import dataclasses
 import json
 import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from zoo import cpu_threads
@@ -30,16 +32,20 @@ def _blas_threads_in_new_process(**env: str) -> list[int]:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-@pytest.mark.parametrize(("value", "expected"), [("", 1), ("3", 3), (" off ", None), ("OFF", None)])
-def test_setting_parses(monkeypatch, value, expected):
+@pytest.mark.parametrize(
+    ("value", "small", "large"),
+    [("", 1, "cores"), ("auto", 1, "cores"), ("3", 3, 3), (" off ", None, None), ("OFF", None, None)],
+)
+def test_setting_gives_the_count_by_problem_size(monkeypatch, value, small, large):
     monkeypatch.setenv(cpu_threads.ENV, value)
-    assert cpu_threads.blas_threads() == expected
+    assert cpu_threads.blas_threads(cpu_threads.LARGE_N - 1) == small
+    assert cpu_threads.blas_threads(cpu_threads.LARGE_N) == (cpu_threads.cores() if large == "cores" else large)
 
 
 @pytest.mark.parametrize("value", ["0", "-1", "two", "1.5"])
 def test_bad_setting_is_one_clear_error(monkeypatch, value):
     monkeypatch.setenv(cpu_threads.ENV, value)
-    with pytest.raises(ValueError, match="ZOO_CPU_THREADS=.*positive integer or 'off'"):
+    with pytest.raises(ValueError, match="ZOO_CPU_THREADS=.*'auto', a positive integer or 'off'"):
         cpu_threads.blas_threads()
 
 
@@ -51,9 +57,26 @@ def test_default_caps_blas_loaded_before_zoo_and_off_leaves_it():
         assert max(_blas_threads_in_new_process(ZOO_CPU_THREADS="off")) > 1
 
 
-def test_result_records_the_setting():
+def test_a_large_problem_gets_every_core_while_it_runs_and_the_result_records_it(monkeypatch):
+    from threadpoolctl import threadpool_info
+
     import inference
 
-    idata = inference.run("blr", engine="exact", seed=0, num_samples=10)
-    assert idata.posterior.attrs["cpu_threads"] == cpu_threads.describe()
-    assert cpu_threads.describe().startswith(f"blas={cpu_threads.blas_threads()} cores=")
+    def blas_counts():
+        return {i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"}
+
+    seen = []
+    exact = inference.get_engine("exact")
+
+    def counting(*args, **kwargs):
+        seen.append(blas_counts())
+        return exact.fn(*args, **kwargs)
+
+    monkeypatch.setitem(inference.core.api._ENGINES, "exact", dataclasses.replace(exact, fn=counting))
+    data = {"X": np.ones((cpu_threads.LARGE_N, 1)), "y": np.zeros(cpu_threads.LARGE_N)}
+    small = inference.run("blr", engine="exact", seed=0, num_samples=10)
+    large = inference.run("blr", data, engine="exact", seed=0, num_samples=10)
+    assert seen == [{1}, {cpu_threads.cores()}]
+    assert blas_counts() == {1}  # restored after the run
+    assert small.posterior.attrs["cpu_threads"] == f"blas=1 cores={cpu_threads.cores()} (auto)"
+    assert large.posterior.attrs["cpu_threads"] == f"blas={cpu_threads.cores()} cores={cpu_threads.cores()} (auto)"

@@ -220,6 +220,11 @@ def data_key(seed: int) -> Array:
     return jax.random.split(jax.random.key(int(seed)))[0]
 
 
+def _num_points(dataset: Dataset) -> int:
+    """The data's size as the BLAS thread count sees it: the longest leading axis of an observed array."""
+    return max((np.shape(a)[0] for a in dataset.observed.values() if np.ndim(a) > 0), default=0)
+
+
 def run(
     model: "str | ModelSpec | Callable[..., Any]",
     data: "Dataset | Mapping[str, Any] | None" = None,
@@ -255,7 +260,9 @@ def run(
 
     timer = Timer()
     start = time.perf_counter()
-    output = chosen.fn(spec, dataset, engine_key, timer, **opts)
+    # One BLAS thread for small problems, every core for large ones (docs/performance.md#busy-machine)
+    with cpu_threads.for_problem_size(_num_points(dataset)) as threads:
+        output = chosen.fn(spec, dataset, engine_key, timer, **opts)
     wall_s = time.perf_counter() - start
     attrs = {
         "engine": chosen.name,
@@ -264,7 +271,7 @@ def run(
         "seed": int(seed),
         "options": json.dumps(_jsonable(opts), sort_keys=True),
         "versions": json.dumps(package_versions(), sort_keys=True),
-        "cpu_threads": cpu_threads.describe(),
+        "cpu_threads": threads,
         "wall_s": wall_s,
         "compile_s": timer.compile_s,
         "run_s": timer.run_s,
