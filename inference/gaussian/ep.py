@@ -40,6 +40,8 @@ from zoo.options import Option
 
 Array = Any
 
+__all__ = ["UPDATES", "ep", "fit", "log_evidence", "run_ep", "tilted_moments"]
+
 UPDATES = ("sequential", "parallel")
 
 

@@ -38,6 +38,8 @@ from zoo.options import Option
 
 Array = Any
 
+__all__ = ["DAMPING", "damping_of", "find_mode", "fit", "held_out_inputs", "laplace", "log_evidence_and_grad"]
+
 DAMPING = ("auto", "none", "line-search")
 MAX_HALVINGS = 30  # step 2^-30 of a Newton step: below that the direction is no ascent at float64 resolution
 

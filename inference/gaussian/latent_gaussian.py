@@ -21,6 +21,9 @@ from inference.core.api import EngineOutput
 Array = Any
 
 
+__all__ = ["GaussianFit", "b_factor", "b_variance", "c_factor", "covariance", "derivatives", "draws", "output"]
+
+
 def derivatives(log_likelihood, f: Array) -> tuple[Array, Array, Array]:
     """(log p(y_i|f_i), d/df_i, d^2/df_i^2), each (N,), by autodiff of the elementwise log-likelihood: its Hessian
     is diagonal, so the Hessian-vector product with ones is the diagonal."""

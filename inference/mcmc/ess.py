@@ -20,6 +20,8 @@ from inference.core.cache import program_cache
 from inference.core.chains import vmapped_chains
 from zoo.options import Option
 
+__all__ = ["ess"]
+
 
 @program_cache
 def ess_runner(view, num_warmup: int, num_samples: int, thinning: int):
