@@ -61,6 +61,30 @@ def common_options(num_chains: int, num_samples: int) -> dict[str, Option]:
     }
 
 
+def tuning_stages(frac_tune3: float) -> dict[str, Option]:
+    """The lengths of BlackJAX's three MCLMC tuning stages (Robnik et al. 2023, Alg. 1), as fractions of
+    num_samples; stage 3 (L from the autocorrelation) defaults differ between mclmc and mams."""
+    return {
+        "frac_tune1": Option(
+            "float", 0.1, "stage 1 (step size) length, as a fraction of num_samples", minimum=0.0, maximum=1.0
+        ),
+        "frac_tune2": Option(
+            "float",
+            0.1,
+            "stage 2 (step size, L, preconditioner) length, fraction of num_samples",
+            minimum=0.0,
+            maximum=1.0,
+        ),
+        "frac_tune3": Option(
+            "float",
+            frac_tune3,
+            "stage 3 (L from the autocorrelation) length, fraction of num_samples",
+            minimum=0.0,
+            maximum=1.0,
+        ),
+    }
+
+
 def chain_method() -> Option:
     return Option(
         "str",

@@ -125,25 +125,9 @@ def _run(spec, dataset, key, timer, **options: Any) -> EngineOutput:
         "target_accept": Option(
             "float", 0.9, "target acceptance rate of the step-size dual averaging", above=0.0, below=1.0
         ),
-        "frac_tune1": Option(
-            "float", 0.1, "stage 1 (step size) length, as a fraction of num_samples", minimum=0.0, maximum=1.0
-        ),
-        "frac_tune2": Option(
-            "float",
-            0.1,
-            "stage 2 (step size, L, preconditioner) length, fraction of num_samples",
-            minimum=0.0,
-            maximum=1.0,
-        ),
         # BlackJAX 1.7.1 ends its tuning by setting L = target_num_integration_steps x step size, whatever stage 3
         # found, so stage 3 only costs gradients unless that changes: off by default (BlackJAX's default too).
-        "frac_tune3": Option(
-            "float",
-            0.0,
-            "stage 3 (L from the autocorrelation) length, fraction of num_samples",
-            minimum=0.0,
-            maximum=1.0,
-        ),
+        **common.tuning_stages(frac_tune3=0.0),
         "target_num_integration_steps": Option(
             "float",
             2.0,

@@ -119,23 +119,7 @@ def _run(spec, dataset, key, timer, **options: Any) -> EngineOutput:
     options={
         **common.common_options(num_chains=4, num_samples=1000),
         "chain_method": common.chain_method(),
-        "frac_tune1": Option(
-            "float", 0.1, "stage 1 (step size) length, as a fraction of num_samples", minimum=0.0, maximum=1.0
-        ),
-        "frac_tune2": Option(
-            "float",
-            0.1,
-            "stage 2 (step size, L, preconditioner) length, fraction of num_samples",
-            minimum=0.0,
-            maximum=1.0,
-        ),
-        "frac_tune3": Option(
-            "float",
-            0.1,
-            "stage 3 (L from the autocorrelation) length, fraction of num_samples",
-            minimum=0.0,
-            maximum=1.0,
-        ),
+        **common.tuning_stages(frac_tune3=0.1),
         "desired_energy_var": Option("float", 5e-4, "target energy error variance per dimension", above=0.0),
         "diagonal_preconditioning": Option("bool", True, "tune a diagonal preconditioner in stage 2"),
     },
