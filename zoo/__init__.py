@@ -5,10 +5,8 @@ every model family. ``zoo.get(name)`` returns a ``ModelSpec``; ``zoo.names()`` l
 """
 
 from zoo.config import configure_jax
-from zoo.quiet import quiet_xla_logging
 
 configure_jax()
-quiet_xla_logging()  # also when jax was imported first (zoo/quiet.py)
 
 from zoo import (  # noqa: E402,F401  (registers the models)
     additive,

@@ -10,7 +10,7 @@ docs/architecture.md#one-posterior).
 
 Engines whose ``params`` default to the model's defaults as a *starting point* (``STARTING``: particle MCMC over
 theta, particle EM, particle-filter ML) fix nothing; every other engine samples or learns the
-parameters ``params`` does not fix. ``tests/test_fixed_params.py`` checks that every registered engine whose
+parameters ``params`` does not fix. ``tests/test_one_posterior.py`` checks that every registered engine whose
 ``params`` option defaults to None is in exactly one of the two sets.
 """
 
