@@ -41,8 +41,8 @@ def cell(data, engine: str, chain_method: str, chains: int, warmup: int, draws: 
 
 
 def table(rows: list[dict]) -> str:
-    head = "| N | engine | chain_method | chains | compile (s) | run (s) | min bulk ESS | ESS/s | gradients | divergences |"
-    lines = [head, "|" + "---|" * 10]
+    titles = ["N", "engine", "chain_method", "chains", "compile (s)", "run (s)", "min bulk ESS", "ESS/s", "gradients"]
+    lines = ["| " + " | ".join([*titles, "divergences"]) + " |", "|" + "---|" * 10]
     for r in rows:
         lines.append(
             f"| {r['N']:,} | {r['engine']} | {r['chain_method']} | {r['chains']} | {r['compile_s']:.2g} | "

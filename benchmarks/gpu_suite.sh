@@ -52,7 +52,7 @@ section() {  # section NAME LIMIT_S COMMAND...: run it, log it, append its statu
     echo
     echo '```'
     echo "\$ $*"
-    grep -v -E '^\s*$|Warning|warn\(' "$OUT/logs/$name.log" | tail -n 60
+    grep -v -E '^\s*$|Warning|warn\(|^warning: ' "$OUT/logs/$name.log" | tail -n 60
     echo '```'
     echo
   } >>"$REPORT"
