@@ -46,6 +46,7 @@ SCRIPTS: list[str] = [
     "duvenaud_abcd_synthetic",
     "duvenaud_abcd_mauna_loa",
     "duvenaud_abcd_nuts",
+    "duvenaud_symmetric_manifold",
 ]
 
 
