@@ -47,6 +47,7 @@ SCRIPTS: list[str] = [
     "duvenaud_abcd_mauna_loa",
     "duvenaud_abcd_nuts",
     "duvenaud_symmetric_manifold",
+    "duvenaud_bayesian_quadrature",
 ]
 
 

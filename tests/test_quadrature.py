@@ -87,6 +87,8 @@ def test_variance_shrinks_and_greedy_design_takes_the_largest_reduction(problem_
         variances.append(variances[0] - zc[idx] @ np.linalg.solve(Kc[np.ix_(idx, idx)], zc[idx]))
     assert np.all(np.diff(variances) < 0)  # every node shrinks V[Z]
     assert len(set(chosen.tolist())) == 8
+    continued = bq.greedy_design(kernel, measure, candidates, 5, X=candidates[chosen[:3]])  # from given nodes
+    np.testing.assert_array_equal(continued, chosen[3:])
     # the rank-one reduction of variance_reduction equals the recomputed one, and the design took the largest
     gain = np.asarray(bq.variance_reduction(kernel, measure, candidates[chosen[:3]], candidates))
     assert gain[chosen[3]] == pytest.approx(variances[3] - variances[4], rel=1e-6)

@@ -49,6 +49,7 @@ __all__ = [
     "prior_variance",
     "se_as_gaussian",
     "variance_reduction",
+    "weighted_measure",
 ]
 
 
@@ -74,12 +75,15 @@ class Integral(NamedTuple):
 
 
 class LogIntegral(NamedTuple):
-    """Log-GP quadrature: Z_0 (8.23), the linearised variance (8.49), m_exp at the candidates (8.9), beta (8.30)."""
+    """Log-GP quadrature: Z_0 (8.23), the linearised variance (8.49), m_exp at the candidates (8.9), beta (8.30),
+    and w = l_bar p (the measure under which the log-GP's BQ variance is 8.49; ``variance_reduction`` under it
+    designs the next node)."""
 
     mean: Array
     var: Array
     m_exp: Array
     beta: Array
+    measure: Mixture
 
 
 class Marginal(NamedTuple):
@@ -178,32 +182,47 @@ def _gain(cov_z: Array, var: Array, prior: Array, noise: Array) -> Array:
 
 
 def greedy_design(
-    kernel: SquaredExponential, measure: Mixture, candidates: Array, num: int, noise: Array = 0.0
+    kernel: SquaredExponential,
+    measure: Mixture,
+    candidates: Array,
+    num: int,
+    noise: Array = 0.0,
+    X: Array | None = None,
 ) -> Array:
-    """Indices of ``num`` distinct candidates chosen one at a time, each the largest reduction of V[Z] given those
-    before (8.14: minimise the integral's variance): (num,) ints. V[Z] does not depend on the values f(X), so at fixed
-    hyperparameters the design needs no evaluations. One compiled loop of rank-one updates of the joint posterior
-    of (f(candidates), Z): after choosing b, Sigma <- Sigma - Sigma_b Sigma_b^T / Sigma_bb, s <- s - Sigma_b s_b /
-    Sigma_bb, with s = Cov(f(c), Z)."""
+    """Indices of ``num`` distinct candidates chosen one at a time, each the largest reduction of V[Z] given the nodes
+    X (none by default) and those chosen before (8.14: minimise the integral's variance): (num,) ints. V[Z] does not
+    depend on the values f(X), so at fixed hyperparameters the design needs no evaluations. One compiled loop of
+    rank-one updates of the joint posterior of (f(candidates), Z): after choosing b,
+    Sigma <- Sigma - Sigma_b Sigma_b^T / Sigma_bb and s <- s - Sigma_b s_b / Sigma_bb, with s = Cov(f(c), Z)."""
     C = as_inputs(candidates)
     if not 1 <= num <= C.shape[0]:
         raise KernelError(f"greedy_design chooses 1 to {C.shape[0]} of the candidates, asked for {num}.")
-    return _greedy(kernel, measure, C, num, noise)
+    Sigma, s = kernel(C), kernel_mean(kernel, measure, C)
+    if X is not None and as_inputs(X).shape[0]:
+        Sigma, s = _condition(kernel, measure, as_inputs(X), C, noise)
+    return _greedy(Sigma, s, kernel.diag(C), num, noise)
+
+
+@jax.jit
+def _condition(kernel, measure, X, C, noise):
+    """Posterior covariance of f(C) and Cov(f(C), Z) given f(X): ((m, m), (m,))."""
+    L = gp.cholesky_with_jitter(kernel(X) + noise * jnp.eye(X.shape[0]))[0]
+    V = solve_triangular(L, kernel(X, C), lower=True)
+    v = solve_triangular(L, kernel_mean(kernel, measure, X), lower=True)
+    return kernel(C) - V.T @ V, kernel_mean(kernel, measure, C) - v @ V
 
 
 @partial(jax.jit, static_argnames=("num",))
-def _greedy(kernel, measure, C, num, noise):
+def _greedy(Sigma, s, prior, num, noise):
     def step(i, state):
         Sigma, s, chosen = state
-        taken = jnp.zeros(C.shape[0], bool).at[chosen].set(jnp.arange(num) < i)
+        taken = jnp.zeros(s.shape[0], bool).at[chosen].set(jnp.arange(num) < i)
         gain = jnp.where(taken, -jnp.inf, _gain(s, jnp.diagonal(Sigma), prior, noise))
         b = jnp.argmax(gain)
         col = Sigma[:, b] / (Sigma[b, b] + noise)
         return Sigma - jnp.outer(col, Sigma[b]), s - col * s[b], chosen.at[i].set(b)
 
-    prior = kernel.diag(C)
-    start = (kernel(C), kernel_mean(kernel, measure, C), jnp.zeros(num, int))
-    return jax.lax.fori_loop(0, num, step, start)[2]
+    return jax.lax.fori_loop(0, num, step, (Sigma, s, jnp.zeros(num, int)))[2]
 
 
 def weighted_measure(ell_kernel: SquaredExponential, candidates: Array, beta: Array, mu: Array, p: Mixture) -> Mixture:
@@ -240,21 +259,24 @@ def log_integral_posterior(
     ell_kernel: SquaredExponential | None = None,
     ell_mean: Array = 0.0,
     noise: Array = 0.0,
+    log_mean: Array = 0.0,
 ) -> LogIntegral:
     """Z_0 and its linearised variance for a non-negative integrand l = exp(log l), observed as log_y = log l(X)
-    (ch. 8.1-8.2). ``candidates`` x_c (the thesis's, unspecified; e.g. the nodes and points between them) carry
-    m_exp; ``ell_kernel`` (default: the log-GP's kernel) and ``ell_mean`` mu_l define l_bar (8.27)."""
+    (ch. 8.1-8.2). ``candidates`` x_c (the thesis's, unspecified; e.g. a grid over the measure's mass) carry m_exp;
+    ``ell_kernel`` (default: the log-GP's kernel) and ``ell_mean`` mu_l define l_bar (8.27); ``log_mean`` is the
+    constant prior mean of the GP on log l (the thesis does not say; 0 by default). The covariance of log l, and so
+    the variance (8.49), does not depend on it."""
     X, c = as_inputs(X), as_inputs(candidates)
     ell_kernel = log_kernel if ell_kernel is None else ell_kernel
-    post = gp.predict(log_kernel, X, log_y, noise, c, full_cov=False)
-    m_exp = jnp.exp(post.mean + 0.5 * jnp.maximum(post.cov, 0.0))  # (8.7-8.9)
+    post = gp.predict(log_kernel, X, log_y - log_mean, noise, c, full_cov=False)
+    m_exp = jnp.exp(log_mean + post.mean + 0.5 * jnp.maximum(post.cov, 0.0))  # (8.7-8.9)
     L_ell = gp.cholesky_with_jitter(ell_kernel(c))[0]
     beta = cho_solve((L_ell, True), m_exp - ell_mean)  # (8.30)
     z = kernel_mean(ell_kernel, measure, c)
     Z0 = ell_mean * jnp.sum(measure.weights) + beta @ z  # (8.33-8.35)
     w = weighted_measure(ell_kernel, c, beta, ell_mean, measure)
-    var = integral_posterior(log_kernel, w, X, log_y, noise).var  # (8.49), (8.52-8.57)
-    return LogIntegral(Z0, var, m_exp, beta)
+    var = integral_posterior(log_kernel, w, X, log_y - log_mean, noise).var  # (8.49), (8.52-8.57)
+    return LogIntegral(Z0, var, m_exp, beta, w)
 
 
 @partial(jax.jit, static_argnames=("keep",))
