@@ -48,6 +48,7 @@ SCRIPTS: list[str] = [
     "duvenaud_abcd_nuts",
     "duvenaud_symmetric_manifold",
     "duvenaud_bayesian_quadrature",
+    "duvenaud_gp_posterior",
 ]
 
 
