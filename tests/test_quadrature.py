@@ -73,6 +73,13 @@ def test_two_dimensional_mixture_measure():
     post = gp.predict(kernel, X, y, 1e-6, nodes)
     assert float(result.mean) == pytest.approx(float(w @ post.mean), abs=TOL)
     assert float(result.var) == pytest.approx(float(w @ post.cov @ w), abs=TOL)
+    # w = l_bar p as a mixture (the log-GP's measure, 8.49): its kernel means are int k(x, X) l_bar(x) p(x) dx
+    ell, cands, beta = K.SE(lengthscale=np.array([0.5, 0.7])), rng.normal(size=(4, 2)), rng.normal(size=4)
+    weighted = bq.weighted_measure(ell, cands, jnp.asarray(beta), 0.3, measure)
+    ell_bar = 0.3 + np.asarray(ell(nodes, cands)) @ beta
+    np.testing.assert_allclose(
+        bq.kernel_mean(kernel, weighted, X), (w * ell_bar) @ np.asarray(kernel(nodes, X)), atol=TOL
+    )
 
 
 def test_variance_shrinks_and_greedy_design_takes_the_largest_reduction(problem_1d):

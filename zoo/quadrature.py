@@ -228,16 +228,17 @@ def _greedy(Sigma, s, prior, num, noise):
 def weighted_measure(ell_kernel: SquaredExponential, candidates: Array, beta: Array, mu: Array, p: Mixture) -> Mixture:
     """w(x) = l_bar(x) p(x) with l_bar(x) = mu + sum_i beta_i k_l(x, c_i) (8.28) as a mixture: mu p, and for every
     candidate i and component j of p the product h N(x | c_i, A) N(x | m_j, C_j) = h N(c_i | m_j, A + C_j) N(x | m_ij,
-    C_ij), C_ij = (A^-1 + C_j^-1)^-1, m_ij = C_ij (A^-1 c_i + C_j^-1 m_j)."""
+    C_ij) with m_ij = C_j (A + C_j)^-1 c_i + A (A + C_j)^-1 m_j and C_ij = A (A + C_j)^-1 C_j (the thesis's ProdNormZ,
+    8.39), by Cholesky solves with A + C_j."""
     c = as_inputs(candidates)
     h, A = se_as_gaussian(ell_kernel, c.shape[1])
-    A_inv = jnp.linalg.inv(A)  # diagonal: exact
     scale = h * normal_pdf(c, p.means, p.covs + A)  # (J, n_c)
 
-    def component(m, S):
-        S_inv = jnp.linalg.inv(S)
-        cov = jnp.linalg.inv(A_inv + S_inv)
-        return jax.vmap(lambda ci: cov @ (A_inv @ ci + S_inv @ m))(c), cov
+    def component(m, C):
+        factor = (jnp.linalg.cholesky(A + C), True)
+        cov = A @ cho_solve(factor, C)
+        means = (C @ cho_solve(factor, c.T)).T + A @ cho_solve(factor, m)
+        return means, 0.5 * (cov + cov.T)
 
     means, covs = jax.vmap(component)(p.means, p.covs)  # (J, n_c, D), (J, D, D)
     J, n_c, D = means.shape
