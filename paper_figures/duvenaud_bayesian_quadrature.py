@@ -6,15 +6,15 @@ likelihoods) rest on data marked "?" (not reproduced). Our choices (docs/sources
 the measure p = N(0, 1); a smooth integrand f(x) = cos(x) + sin(2 x) (Z = e^(-1/2)); a positive likelihood of high
 dynamic range l(x) = exp(3 cos(2 x) + 2 sin(x) - 3) (from e^-8 to e^2; Z by a dense trapezoid rule); for Fig 8.6
 f(x, y) = sin(2 x) cos(y) + x y / 2 with y ~ N(0, 1), whose marginal is sin(2 x) e^(-1/2).
-Kernel hyperparameters (SE variance and lengthscale) by ML-II through ``inference.run`` (``gp/regression``, ``ml2``,
-scipy L-BFGS, 2 starts) with the noise fixed at NOISE (the integrands are noise-free; the thesis integrated the
-hyperparameters numerically, sec. 8.10, which we do not). Nodes: the greedy min-variance design (8.14) over a grid
-of candidates on [-4, 4] (spacing 0.05), the first FIRST under the default hyperparameters (l = 1), then refitted at
-every size in the schedule. The log-GP model (ch. 8.1-8.2): a GP on log l with its constant prior mean at the mean of
-the observed log values (with mean 0 the ML-II variance absorbs the offset, and E[Z] is then dominated by the tails
-beyond the data, where V is that variance), l_bar (SE with half the log-GP's lengthscale, mu_l = 0) through m_exp at
-candidates spaced by a quarter of that lengthscale on [-5, 5]; its nodes follow the same design on the log-GP
-kernel. Monte Carlo: the exact RMSE sd_p(f) / sqrt(n), and the mean absolute error of REPEATS seeded runs.
+BQ runs by ``inference.applications.bayesian_quadrature.sequential`` (its defaults): SE hyperparameters by ML-II
+through ``inference.run`` (2 starts) with the noise fixed at NOISE (the integrands are noise-free; the thesis
+integrated the hyperparameters numerically, sec. 8.10, which we do not), refitted at every size of the schedule;
+nodes by the greedy min-variance design (8.14) over POOL, a grid on [-4, 4] (spacing 0.05), the first four under
+l = 1. The log-GP model (ch. 8.1-8.2): a GP on log l with its constant prior mean at the mean of the observed log
+values (with mean 0 the ML-II variance absorbs the offset, and E[Z] is then dominated by the tails beyond the data,
+where V is that variance), l_bar (SE with half the log-GP's lengthscale, mu_l = 0) through m_exp at candidates
+spaced by a quarter of that lengthscale on [-5, 5]; its nodes by the same design on the linearised variance. Monte
+Carlo: the exact RMSE sd_p(f) / sqrt(n), and the mean absolute error of REPEATS seeded runs.
 """
 
 from pathlib import Path
@@ -26,15 +26,19 @@ import numpy as np
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-import inference  # noqa: E402
+from inference.applications.bayesian_quadrature import (  # noqa: E402
+    candidate_grid,
+    ell_kernel,
+    fit_se,
+    log_posterior,
+    sequential,
+)
 from inference.files.tables import write_comparison, write_csv  # noqa: E402
-from zoo import gp, regression  # noqa: E402
-from zoo import kernels as K  # noqa: E402
+from zoo import gp  # noqa: E402
 from zoo import quadrature as bq  # noqa: E402
 
 DESCRIPTION = "Duvenaud 2014 Figs 8.1-8.3, 8.6: GP vs log-GP, Bayesian quadrature, 2-D marginals; BQ vs Monte Carlo"
 NOISE = 1e-8  # fixed noise variance of the ML-II fits and of BQ
-FIRST = 4
 REPEATS = 200
 POOL = np.linspace(-4.0, 4.0, 161)[:, None]
 MEASURE = bq.gaussian(0.0, 1.0)
@@ -67,85 +71,6 @@ def _likelihood_z() -> float:
 LIKELIHOOD_Z = _likelihood_z()
 
 
-def fit_se(X: np.ndarray, y: np.ndarray) -> K.Kernel:
-    """SE variance and lengthscale by ML-II through inference.run, noise fixed at NOISE; best of 2 starts."""
-    run = inference.run(
-        "gp/regression", {"X": X, "y": y}, engine="ml2", num_chains=2, optimizer="host-lbfgs", params={"noise": NOISE}
-    )
-    est = run.point_estimates
-    best = int(np.nanargmax(np.asarray(est["log_likelihood"])))
-    values = {name: np.asarray(est[name][best]) for name in ("lengthscale", "variance")} | {"noise": NOISE}
-    return regression.kernel_and_noise(values)[0]
-
-
-def greedy_start() -> np.ndarray:
-    """The first FIRST nodes: the greedy design under SE with the default hyperparameters (l = 1): (FIRST, 1)."""
-    return POOL[np.asarray(bq.greedy_design(K.SE(), MEASURE, POOL, FIRST, NOISE))]
-
-
-def bq_path(f, schedule: list[int]) -> list[dict]:
-    """Plain BQ of f at every size of ``schedule``: greedy nodes (8.14) under the kernel fitted at the size before,
-    ML-II refitted at each size."""
-    X = greedy_start()
-    kernel = fit_se(X, f(X[:, 0]))
-    out = []
-    for n in schedule:
-        if len(X) < n:
-            X = np.concatenate([X, POOL[np.asarray(bq.greedy_design(kernel, MEASURE, POOL, n - len(X), NOISE, X))]])
-            kernel = fit_se(X, f(X[:, 0]))
-        result = bq.integral_posterior(kernel, MEASURE, X, f(X[:, 0]), NOISE)
-        out.append({"n": n, "mean": float(result.mean), "sd": float(np.sqrt(max(float(result.var), 0.0))),
-                    "X": X.copy(), "kernel": kernel})  # fmt: skip
-    return out
-
-
-def candidates(kernel: K.Kernel) -> np.ndarray:
-    """Where m_exp is put through (8.10): a grid on [-5, 5] spaced by a quarter of the log-GP's lengthscale (half of
-    l_bar's), 9 to 201 points."""
-    num = int(np.clip(np.ceil(40.0 / float(np.squeeze(kernel.lengthscale))), 9, 201))
-    return np.linspace(-5.0, 5.0, num)[:, None]
-
-
-def ell_kernel(kernel: K.Kernel) -> K.Kernel:
-    """l_bar's kernel (8.27): SE with half the log-GP's lengthscale. exp sharpens the features of log l (a peak of
-    height a in log l is ~sqrt(a) times narrower in l), and l_bar only interpolates m_exp, so its variance is
-    irrelevant (noise-free interpolation)."""
-    return K.SE(lengthscale=kernel.lengthscale / 2.0)
-
-
-def log_bq(kernel: K.Kernel, X: np.ndarray, candidate_grid: np.ndarray | None = None) -> bq.LogIntegral:
-    """Log-GP quadrature with the log-GP's prior mean at the mean of the observed log values (our choice)."""
-    log_y = LOG_LIKELIHOOD(X[:, 0])
-    grid = candidates(kernel) if candidate_grid is None else candidate_grid
-    return bq.log_integral_posterior(kernel, MEASURE, X, log_y, grid, ell_kernel(kernel), noise=NOISE,
-                                     log_mean=float(np.mean(log_y)))  # fmt: skip
-
-
-def fit_log(X: np.ndarray) -> K.Kernel:
-    """The log-GP's SE by ML-II on the centred log values (the prior mean of ``log_bq``)."""
-    log_y = LOG_LIKELIHOOD(X[:, 0])
-    return fit_se(X, log_y - np.mean(log_y))
-
-
-def log_bq_path(schedule: list[int]) -> list[dict]:
-    """Log-GP quadrature of the likelihood (ch. 8.1-8.2) at every size: each batch of nodes by the greedy reduction
-    of the linearised variance (8.49), the BQ variance of the log-GP under w = l_bar p with l_bar held at the batch's
-    start (a new node's value is unknown when it is chosen)."""
-    X = greedy_start()
-    kernel = fit_log(X)
-    out = []
-    for n in schedule:
-        if len(X) < n:
-            w = log_bq(kernel, X).measure
-            X = np.concatenate([X, POOL[np.asarray(bq.greedy_design(kernel, w, POOL, n - len(X), NOISE, X))]])
-            kernel = fit_log(X)
-        result = log_bq(kernel, X)
-        var = float(result.var)  # may come out negative by cancellation: sd NaN then (comparison.md says why)
-        out.append({"n": n, "mean": float(result.mean), "sd": float(np.sqrt(var)) if var >= 0 else float("nan"),
-                    "X": X.copy(), "kernel": kernel})  # fmt: skip
-    return out
-
-
 def row(figure, claim, measure, value, ok, expected) -> dict:
     verdict = "REPORTED" if ok is None else ("AGREE" if ok else "DISAGREE")
     return {"figure": figure, "claim": claim, "measure": measure, "value": value, "expected": expected,
@@ -168,9 +93,9 @@ def gp_vs_log_gp(out: Path, paths: dict, sizes: list[int], rows: list) -> None:
     figure, axes = plt.subplots(len(sizes), 2, figsize=(10, 3.4 * len(sizes)), squeeze=False)
     for r, n in enumerate(sizes):
         fig = f"8.{r + 1}"
-        plain = next(p for p in paths["bq"] if p["n"] == n)
-        Xp = plain["X"]
-        post = gp.predict(plain["kernel"], Xp, likelihood(Xp[:, 0]), NOISE, x[:, None], full_cov=False)
+        plain = next(p for p in paths["bq"] if p.n == n)
+        Xp = plain.nodes
+        post = gp.predict(plain.kernel, Xp, likelihood(Xp[:, 0]), NOISE, x[:, None], full_cov=False)
         m, sd = np.asarray(post.mean), np.sqrt(np.maximum(np.asarray(post.cov), 0.0))
         ax = axes[r, 0]
         ax.fill_between(x, m - 2 * sd, m + 2 * sd, color="C0", alpha=0.25)
@@ -184,14 +109,14 @@ def gp_vs_log_gp(out: Path, paths: dict, sizes: list[int], rows: list) -> None:
         rows.append(row(fig, "a stationary GP is a poor model of a positive l: it puts mass below zero",
                         "lowest GP mean - 2 sd / max l", low / likelihood(x).max(), low < 0.0, "< 0"))  # fmt: skip
 
-        logp = next(p for p in paths["log"] if p["n"] == n)
-        Xl, kernel = logp["X"], logp["kernel"]
+        logp = next(p for p in paths["log"] if p.n == n)
+        Xl, kernel = logp.nodes, logp.kernel
         log_y = LOG_LIKELIHOOD(Xl[:, 0])
         centre = float(np.mean(log_y))  # the log-GP's prior mean (log_bq)
         lpost = gp.predict(kernel, Xl, log_y - centre, NOISE, x[:, None], full_cov=False)
         lm, lv = centre + np.asarray(lpost.mean), np.maximum(np.asarray(lpost.cov), 0.0)
-        result = log_bq(kernel, Xl)
-        c = candidates(kernel)
+        result = log_posterior(kernel, MEASURE, Xl, log_y, NOISE)
+        c = candidate_grid(kernel, MEASURE)
         ell_bar = np.asarray(ell_kernel(kernel)(x[:, None], c)) @ np.asarray(result.beta)
         ax = axes[r, 1]
         ax.fill_between(x, np.exp(lm - 2 * np.sqrt(lv)), np.exp(lm + 2 * np.sqrt(lv)), color="C1", alpha=0.25)
@@ -218,7 +143,8 @@ def gp_vs_log_gp(out: Path, paths: dict, sizes: list[int], rows: list) -> None:
             inner = np.exp(centre + np.asarray(tpost.mean) + 0.5 * np.maximum(np.asarray(tpost.cov), 0.0))
             inner_z = float(np.trapezoid(inner * np.exp(-0.5 * t**2) / np.sqrt(2.0 * np.pi), t))
             ms = (9, 33, 129)
-            gaps = [abs(float(log_bq(kernel, Xl, np.linspace(-5, 5, k)[:, None]).mean) - inner_z) / inner_z
+            gaps = [abs(float(log_posterior(kernel, MEASURE, Xl, log_y, NOISE, np.linspace(-5, 5, k)[:, None]).mean)
+                        - inner_z) / inner_z
                     for k in ms]  # fmt: skip
             rows.append(row(fig, "Z_0 approaches E_GP(log l)[Z] as the candidates fill the domain (8.11)",
                             f"relative gap to int_[-5,5] m_exp p at {ms} candidates on [-5, 5] (E[Z] over the "
@@ -234,10 +160,10 @@ def gp_vs_log_gp(out: Path, paths: dict, sizes: list[int], rows: list) -> None:
     plt.close(figure)
 
 
-def bq_illustration(out: Path, step: dict, rows: list) -> None:
+def bq_illustration(out: Path, step, rows: list) -> None:
     """Fig 8.3: the GP posterior of the smooth f at the nodes, p(x), and the Gaussian posterior of Z."""
     x = np.linspace(-4.0, 4.0, 401)
-    X, kernel = step["X"], step["kernel"]
+    X, kernel = step.nodes, step.kernel
     post = gp.predict(kernel, X, smooth(X[:, 0]), NOISE, x[:, None], full_cov=False)
     m, sd = np.asarray(post.mean), np.sqrt(np.maximum(np.asarray(post.cov), 0.0))
     figure, (a, b) = plt.subplots(1, 2, figsize=(10, 3.6), gridspec_kw={"width_ratios": [3, 1]})
@@ -247,18 +173,18 @@ def bq_illustration(out: Path, step: dict, rows: list) -> None:
     a.plot(X[:, 0], smooth(X[:, 0]), "ko", ms=4)
     a.plot(x, np.exp(-0.5 * x**2) / np.sqrt(2 * np.pi), "C3", label="p(x)")
     a.legend(fontsize=7)
-    a.set_title(f"Fig. 8.3: Bayesian quadrature, {step['n']} evaluations", fontsize=10)
-    z = np.linspace(step["mean"] - 4 * step["sd"], step["mean"] + 4 * step["sd"], 200)
-    b.plot(np.exp(-0.5 * ((z - step["mean"]) / step["sd"]) ** 2) / (step["sd"] * np.sqrt(2 * np.pi)), z, "C0")
+    a.set_title(f"Fig. 8.3: Bayesian quadrature, {step.n} evaluations", fontsize=10)
+    z = np.linspace(step.mean - 4 * step.sd, step.mean + 4 * step.sd, 200)
+    b.plot(np.exp(-0.5 * ((z - step.mean) / step.sd) ** 2) / (step.sd * np.sqrt(2 * np.pi)), z, "C0")
     b.axhline(SMOOTH_Z, color="k", ls=":", label="true Z")
     b.set_title("p(Z | evaluations)", fontsize=10)
     b.legend(fontsize=7)
     figure.tight_layout()
     figure.savefig(out / "fig8_3.png", dpi=110)
     plt.close(figure)
-    score = (SMOOTH_Z - step["mean"]) / step["sd"]
+    score = (SMOOTH_Z - step.mean) / step.sd
     rows.append(row("8.3", "a Gaussian posterior over Z_{f,p}, the true Z plausible under it",
-                    f"(Z - E[Z]) / sd[Z] at n = {step['n']} (sd {step['sd']:.2g})", score, abs(score) < 3,
+                    f"(Z - E[Z]) / sd[Z] at n = {step.n} (sd {step.sd:.2g})", score, abs(score) < 3,
                     "abs < 3"))  # fmt: skip
 
 
@@ -272,12 +198,7 @@ def marginals(out: Path, quick: bool, rows: list) -> None:
         return np.sin(2 * XY[:, 0]) * np.cos(XY[:, 1]) + XY[:, 0] * XY[:, 1] / 2
 
     values = f2(XY)
-    run = inference.run("gp/regression", {"X": XY, "y": values}, engine="ml2", num_chains=2,
-                        optimizer="host-lbfgs", params={"noise": 1e-6})  # fmt: skip
-    est = run.point_estimates
-    best = int(np.nanargmax(np.asarray(est["log_likelihood"])))
-    kernel = regression.kernel_and_noise({k: np.asarray(est[k][best]) for k in ("lengthscale", "variance")}
-                                         | {"noise": 1e-6})[0]  # fmt: skip
+    kernel = fit_se(XY, values, 1e-6)
     x = np.linspace(-3.0, 3.0, 61)
     marg = bq.marginal_posterior(kernel, XY, values, (0,), bq.gaussian(0.0, 1.0), x[:, None], 1e-6)
     mean, sd = np.asarray(marg.mean), np.sqrt(np.maximum(np.diag(np.asarray(marg.cov)), 0.0))
@@ -316,14 +237,14 @@ def against_monte_carlo(out: Path, paths: dict, rows: list) -> list[dict]:
     table = []
     for name, f, truth, keys in (("smooth", smooth, SMOOTH_Z, ("bq_smooth",)),
                                  ("likelihood", likelihood, LIKELIHOOD_Z, ("bq", "log"))):  # fmt: skip
-        for i, n in enumerate(p["n"] for p in paths[keys[0]]):
+        for i, n in enumerate(p.n for p in paths[keys[0]]):
             rmse, mae = monte_carlo(f, n, jax.random.PRNGKey(1000 + n))
             entry = {"integrand": name, "n": n, "true Z": truth, "MC RMSE": rmse, "MC mean abs err": mae}
             for key in keys:
                 step = paths[key][i]
                 label = "log-BQ" if key == "log" else "BQ"
-                entry[f"{label} |err|"] = abs(step["mean"] - truth)
-                entry[f"{label} sd"] = step["sd"]
+                entry[f"{label} |err|"] = abs(step.mean - truth)
+                entry[f"{label} sd"] = step.sd
             table.append(entry)
     smooth_rows = [t for t in table if t["integrand"] == "smooth" and t["n"] >= 8]
     ratio = max(t["BQ |err|"] / t["MC RMSE"] for t in smooth_rows)
@@ -354,9 +275,9 @@ def main(quick: bool, out: Path) -> None:
     out = Path(out)
     schedule = [4, 8, 16] if quick else [4, 8, 16, 32]
     paths = {
-        "bq_smooth": bq_path(smooth, schedule),
-        "bq": bq_path(likelihood, schedule),
-        "log": log_bq_path(schedule),
+        "bq_smooth": sequential(lambda X: smooth(X[:, 0]), MEASURE, POOL, schedule, NOISE),
+        "bq": sequential(lambda X: likelihood(X[:, 0]), MEASURE, POOL, schedule, NOISE),
+        "log": sequential(lambda X: likelihood(X[:, 0]), MEASURE, POOL, schedule, NOISE, log=True),
     }
     rows: list = []
     gp_vs_log_gp(out, paths, schedule[1:3], rows)

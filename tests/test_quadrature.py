@@ -6,6 +6,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from zoo import errors as zoo_errors
 from zoo import gp
 from zoo import kernels as K
 from zoo import quadrature as bq
@@ -144,3 +145,25 @@ def test_marginal_over_a_nuisance_input_equals_quadrature():
 def test_only_se_has_closed_form_kernel_means():
     with pytest.raises(K.KernelError, match="SE kernel"):
         bq.kernel_mean(K.M52(), bq.gaussian(0.0, 1.0), np.zeros((2, 1)))
+
+
+def test_sequential_rejects_bad_schedules_before_fitting():
+    from inference.applications.bayesian_quadrature import sequential
+
+    pool = np.linspace(-3, 3, 7)[:, None]
+    with pytest.raises(zoo_errors.OptionError, match="schedule must increase"):
+        sequential(np.cos, bq.gaussian(0.0, 1.0), pool, [4, 4])
+    with pytest.raises(zoo_errors.OptionError, match="the pool has 7"):
+        sequential(np.cos, bq.gaussian(0.0, 1.0), pool, [4, 8])
+
+
+@pytest.mark.slow
+def test_sequential_bq_through_ml2_shrinks_its_variance_and_covers_the_truth():
+    from inference.applications.bayesian_quadrature import sequential
+
+    pool = np.linspace(-4.0, 4.0, 81)[:, None]
+    steps = sequential(lambda X: np.cos(X[:, 0]), bq.gaussian(0.0, 1.0), pool, [4, 8])
+    truth = np.exp(-0.5)  # E[cos x], x ~ N(0, 1)
+    assert steps[1].sd < steps[0].sd
+    assert all(abs(s.mean - truth) < 4 * s.sd for s in steps)
+    assert len({float(x) for x in steps[1].nodes[:, 0]}) == 8
