@@ -46,6 +46,9 @@ SCRIPTS: list[str] = [
     "duvenaud_abcd_synthetic",
     "duvenaud_abcd_mauna_loa",
     "duvenaud_abcd_nuts",
+    "duvenaud_symmetric_manifold",
+    "duvenaud_bayesian_quadrature",
+    "duvenaud_gp_posterior",
 ]
 
 

@@ -215,3 +215,20 @@ def predict(
     if full_cov:
         return GaussianPosterior(mean, kernel(X_new) - V.T @ V)
     return GaussianPosterior(mean, kernel.diag(X_new) - jnp.sum(V**2, 0))
+
+
+def draws_in_span(K: Array, key: Array, num: int, jitter: float = JITTER) -> Array:
+    """``num`` draws f = K L^-T z, L L^T = K + jitter * mean(diag K) I, z ~ N(0, I): (num, n).
+
+    Each draw is a combination of K's columns, so two inputs whose rows of K are equal (x and g(x) under an invariant
+    kernel, x and x + p under a periodic one) get equal values to rounding, where L z would differ by the jitter's
+    independent noise (~1e-3 sd at the default). The covariance is K (K + eps I)^-1 K = K - eps K (K + eps I)^-1,
+    within eps = jitter * mean(diag K) of K in every entry: for prior draws of rank-deficient Grams (symmetric and
+    periodic kernels on grids closed under their group).
+    """
+    L = cholesky(K, jitter)
+    z = jax.random.normal(key, (K.shape[0], num), dtype=K.dtype)
+    w = solve_triangular(L.T, z, lower=False)  # (n, num)
+    # A row-wise reduction sums every row in the same order (a matrix product may tile rows differently), so equal
+    # rows of K give bitwise equal values.
+    return jnp.sum(K[None, :, :] * w.T[:, None, :], axis=-1)

@@ -1,12 +1,14 @@
 """Applications: clients of ``inference.run`` that are not engines. Structure search and its report, PILCO (with
 its plant, cost and policies), Wet-Chicken policy search and NFQ, active learning, trimmed fits, the AR1-GP
-initialiser and the GP-SSM metrics. They import engines' public names; no engine imports them.
+initialiser, the GP-SSM metrics and sequential Bayesian quadrature. They import engines' public names; no engine
+imports them.
 
 Nothing is imported here, so that importing one application does not import (and compile) the others."""
 
 __all__ = [
     "active_learning",
     "ar1",
+    "bayesian_quadrature",
     "gpssm_metrics",
     "nfq",
     "pilco",

@@ -7,6 +7,8 @@ Kaiser 2021, sec. 2.4). See docs/sources/duvenaud.md#base-kernels and docs/sourc
 - ``grammar``: ``parse("SE x Per + RQ")`` and the printed notation.
 - ``priors``: NumPyro sample sites with default priors, default values, BIC parameter counts.
 - ``additive``: the additive kernel of all interaction orders (Duvenaud ch. 6) and its dropout reading.
+- ``symmetric``: kernels invariant to a finite group of input transformations (Duvenaud sec. 2.7).
+- ``manifold``: kernels of transformed inputs k(g(x), g(x')): cylinder, torus, Moebius strip (Duvenaud sec. 2.8).
 """
 
 from zoo.kernels.additive import Additive
@@ -23,6 +25,7 @@ from zoo.kernels.base import (
     scaled_sqdist,
 )
 from zoo.kernels.grammar import NAMES, parse
+from zoo.kernels.manifold import Circular, Embedded, MoebiusMap, cylinder, moebius, torus
 from zoo.kernels.nonstationary import Changepoint, ChangeWindow, Linear
 from zoo.kernels.priors import (
     check_hyperparameters,
@@ -47,6 +50,16 @@ from zoo.kernels.stationary import (
     White,
     ZeroMeanPeriodic,
 )
+from zoo.kernels.symmetric import (
+    Group,
+    SignedPermutation,
+    Symmetrised,
+    generate,
+    project,
+    reflection_group,
+    shift_group,
+    swap_group,
+)
 
 # The grammar's names (Duvenaud App. B) as aliases.
 SE, RQ, Lin, Per, ZPer, Cos, Const, WN = (
@@ -65,14 +78,24 @@ M12, M32, M52 = Matern12, Matern32, Matern52
 __all__ = [
     "ActiveDims",
     "Additive",
-    "CP",
-    "CW",
-    "ChangeWindow",
+    "as_inputs",
     "Changepoint",
+    "ChangeWindow",
+    "check_hyperparameters",
+    "Circular",
     "Const",
     "Constant",
     "Cos",
     "Cosine",
+    "CP",
+    "CW",
+    "cylinder",
+    "default_priors",
+    "default_values",
+    "Embedded",
+    "generate",
+    "Group",
+    "is_scalar",
     "Kernel",
     "KernelError",
     "Lin",
@@ -83,32 +106,36 @@ __all__ = [
     "Matern12",
     "Matern32",
     "Matern52",
+    "moebius",
+    "MoebiusMap",
     "NAMES",
+    "num_params",
+    "parse",
     "Per",
     "Periodic",
     "Product",
-    "RBF",
-    "RQ",
+    "project",
     "RationalQuadratic",
-    "SE",
-    "SquaredExponential",
-    "Stationary",
-    "Sum",
-    "White",
-    "WN",
-    "ZPer",
-    "ZeroMeanPeriodic",
-    "as_inputs",
-    "check_hyperparameters",
-    "default_priors",
-    "default_values",
-    "is_scalar",
-    "num_params",
-    "parse",
+    "RBF",
+    "reflection_group",
+    "RQ",
     "safe_sqrt",
     "sample_sites",
     "scaled_sqdist",
+    "SE",
+    "shift_group",
+    "SignedPermutation",
     "site_names",
+    "SquaredExponential",
+    "Stationary",
+    "Sum",
+    "swap_group",
+    "Symmetrised",
+    "torus",
     "validate_inputs",
+    "White",
     "with_values",
+    "WN",
+    "ZeroMeanPeriodic",
+    "ZPer",
 ]
