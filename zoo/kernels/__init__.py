@@ -7,9 +7,11 @@ Kaiser 2021, sec. 2.4). See docs/sources/duvenaud.md#base-kernels and docs/sourc
 - ``grammar``: ``parse("SE x Per + RQ")`` and the printed notation.
 - ``priors``: NumPyro sample sites with default priors, default values, BIC parameter counts.
 - ``additive``: the additive kernel of all interaction orders (Duvenaud ch. 6) and its dropout reading.
+- ``arccos``: the arc-cosine kernels of orders 0, 1, 2 (Cho & Saul 2009; Kaiser Fig. 2.6), AC0, AC1, AC2.
 """
 
 from zoo.kernels.additive import Additive
+from zoo.kernels.arccos import ArcCosine0, ArcCosine1, ArcCosine2, arc_cosine
 from zoo.kernels.base import (
     ActiveDims,
     Constant,
@@ -61,10 +63,17 @@ SE, RQ, Lin, Per, ZPer, Cos, Const, WN = (
 )
 CP, CW = Changepoint, ChangeWindow
 M12, M32, M52 = Matern12, Matern32, Matern52
+AC0, AC1, AC2 = ArcCosine0, ArcCosine1, ArcCosine2
 
 __all__ = [
+    "AC0",
+    "AC1",
+    "AC2",
     "ActiveDims",
     "Additive",
+    "ArcCosine0",
+    "ArcCosine1",
+    "ArcCosine2",
     "CP",
     "CW",
     "ChangeWindow",
@@ -98,6 +107,7 @@ __all__ = [
     "WN",
     "ZPer",
     "ZeroMeanPeriodic",
+    "arc_cosine",
     "as_inputs",
     "check_hyperparameters",
     "default_priors",
