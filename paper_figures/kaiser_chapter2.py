@@ -22,7 +22,8 @@ Assumed defaults (the thesis prints no data for any of these; docs/sources/kaise
   SGPR (``gp/vfe``) and SVGP (``gp/svgp``) all MAP under the same priors (the models' LogNormal priors; the full GP
   by ``ml2`` with objective "map", the sparse ones by ``svi``: guide ``delta`` for FITC and SGPR, the model's
   whitened guide for SVGP), inducing inputs learnt from an even grid on [0.5, 2 pi - 0.5]. Fig 2.8: M = 3.
-  Fig 2.10: M in (3, 6, 12, 24, 48) (quick: FITC at 3, all three at 24). Differences to the full GP are measured over the data's range.
+  Fig 2.10: M in (3, 6, 12, 24, 48) (quick: FITC at 3, all three at 24). Differences to the full GP are measured
+  over the data's range.
 """
 
 import itertools
