@@ -14,6 +14,7 @@ from zoo import (  # noqa: E402,F401  (registers the models)
     dagp,
     deep_gp,
     gpssm,
+    heteroscedastic,
     iwmm,
     lgssm,
     multioutput,

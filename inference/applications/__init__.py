@@ -1,6 +1,7 @@
 """Applications: clients of ``inference.run`` that are not engines. Structure search and its report, PILCO (with
-its plant, cost and policies), Wet-Chicken policy search and NFQ, active learning, trimmed fits, the AR1-GP
-initialiser and the GP-SSM metrics. They import engines' public names; no engine imports them.
+its plant, cost and policies), Wet-Chicken policy search and NFQ, active learning, trimmed fits, the most-likely
+heteroscedastic GP (MLHGP), the AR1-GP initialiser and the GP-SSM metrics. They import engines' public names; no
+engine imports them.
 
 Nothing is imported here, so that importing one application does not import (and compile) the others."""
 
@@ -8,6 +9,7 @@ __all__ = [
     "active_learning",
     "ar1",
     "gpssm_metrics",
+    "mlhgp",
     "nfq",
     "pilco",
     "policy_search",
