@@ -23,6 +23,7 @@ from zoo import (  # noqa: E402,F401  (registers the models)
     nvc,
     regression,
     sparse,
+    variational_input,
 )
 from zoo.programs import model  # noqa: E402
 from zoo.registry import Dataset, ModelSpec, get, names, register  # noqa: E402
