@@ -28,6 +28,7 @@ SCRIPTS: list[str] = [
     "franzese_svgp",
     "franzese_active_learning",
     "franzese_notes_figures",
+    "kaiser_chapter2",
     "kaiser_dagp_noise_separation",
     "kaiser_dagp_multimodal",
     "kaiser_dagp_cartpole",

@@ -7,6 +7,9 @@
   correction, so the check has power.
 * The ``is-ep`` engine on a GP-SSM whose transition is linear (linear mean, kernel variance 1e-10) gives the RTS
   smoother within Monte Carlo error.
+* MCMC-EP (3.180-3.186, ``inference.gaussian.mcmc_ep``): its random-walk Metropolis moments, and the ``mcmc-ep``
+  engine on the same linear GP-SSM, within Monte Carlo error computed from the chain's autocorrelation ESS; the
+  estimator tested without the alpha_{t-1} term of its target (3.182) fails the same tolerance.
 """
 
 import jax
@@ -18,6 +21,7 @@ import inference
 import zoo
 from inference.core.program import observed_args
 from inference.gaussian import kalman
+from inference.gaussian import mcmc_ep as mep
 from inference.gaussian import sampling_ep as sep
 from zoo import gpssm, lgssm, ssm
 from zoo.errors import OptionError
@@ -148,6 +152,56 @@ def test_is_ep_engine_reproduces_rts_on_a_linear_gp_ssm(linear):
     assert np.all(np.isfinite(idata.posterior[ssm.STATES].values))
 
 
+def _two_slice_case():
+    alpha = sep.to_natural(jnp.array([0.5, -0.3]), jnp.array([[0.4, 0.1], [0.1, 0.3]]))
+    beta_prev = sep.to_natural(jnp.array([1.0, 0.2]), jnp.array([[0.5, -0.1], [-0.1, 0.6]]))
+    factor = sep.to_natural(jnp.array([1.2, 0.4]), jnp.array([[0.15, 0.02], [0.02, 0.2]]))
+    return alpha, beta_prev, factor
+
+
+def test_mcmc_moments_within_monte_carlo_error(linear):
+    """MCMC-EP's chain (start at the alpha beta mean, proposal N(x, c Sigma_ab), target alpha z) vs the exact
+    two-slice moments within Z standard errors from the chain's ESS; a chain whose target drops alpha (z alone, a
+    wrong acceptance ratio) is rejected by the same test."""
+    lg = linear[0]["lg"]
+    A, b, Q = lg.A, lg.b, lg.Q
+    transition = lambda x, u: (A @ x + b, jnp.diagonal(Q))  # noqa: E731
+    alpha, beta_prev, factor = _two_slice_case()
+    u = jnp.zeros(0)
+    ref = sep.linear_gaussian_two_slice(A, b, Q)(None, alpha, beta_prev, factor, u)
+    flat = sep.Gaussian(jnp.zeros((2, 2)), jnp.zeros(2))
+    estimate = jax.jit(mep.mcmc_two_slice(transition, 20000, 0.0))
+    est = estimate(jax.random.key(2), alpha, beta_prev, factor, u)
+    assert bool(est.ok) and 1000 < float(est.ess) < 20000
+    errs = _moment_errors(est, ref)
+    assert max(float(e.max()) for e in errs.values()) < Z, {k: float(v.max()) for k, v in errs.items()}
+    # a flat alpha: the chain then samples z alone (3.182 without alpha), and must miss the exact moments
+    wrong = estimate(jax.random.key(2), flat, beta_prev, factor, u)
+    assert max(float(e.max()) for e in _moment_errors(wrong, ref).values()) > Z
+
+
+@pytest.mark.slow  # ~50 s compiling the Metropolis scan inside both EP sweeps on a loaded 2-core machine; runs ~1.5 s
+def test_mcmc_ep_engine_reproduces_rts_on_a_linear_gp_ssm(linear):
+    """The ``mcmc-ep`` engine (2000 chain states per two-slice, 2 sweeps) vs the RTS smoother, with the tolerance of
+    the is-ep test: Z / sqrt(min ESS) in sd units, the ESS the chains' own (autocorrelation)."""
+    lin, (dataset, params) = linear
+    idata = inference.run(
+        lin["spec"], dataset, engine="mcmc-ep", params=params, num_samples=NUM_SAMPLES, num_ep_iters=2
+    )
+    pe = idata.point_estimates
+    mean, cov, cross = (pe[k].values[0] for k in ("states_mean", "states_cov", "states_cross"))
+    s = lin["smoothed"]
+    sd = np.sqrt(np.diagonal(np.asarray(s.cov), axis1=-2, axis2=-1))
+    min_ess = float(idata.optimization["min_ess"].values.min())
+    assert min_ess > 0.05 * NUM_SAMPLES
+    assert int(idata.optimization["skipped_updates"].values.sum()) == 0
+    tol = Z / np.sqrt(min_ess)
+    scale = sd[..., :, None] * sd[..., None, :]
+    assert np.max(np.abs(mean - s.mean) / sd) < tol
+    assert np.max(np.abs(cov - s.cov) / scale) < np.sqrt(2.0) * tol
+    assert np.max(np.abs(cross - s.cross) / scale[:, :-1]) < np.sqrt(2.0) * tol
+
+
 @pytest.mark.parametrize(
     "bad",
     [
@@ -177,3 +231,12 @@ def test_is_ep_em_runs_on_the_kink():
     traces = idata.optimization
     assert np.all(np.isfinite(traces["adf_log_lik"].values)) and np.all(np.isfinite(traces["q"].values))
     assert idata.point_estimates["obs_var"].values[0, 0] > 0
+
+
+@pytest.mark.parametrize(
+    "bad", [{"proposal_scale": 0.0}, {"proposal_scale": -1.0}, {"variant": "is"}, {"num_samples": 1}]
+)
+def test_mcmc_ep_bad_options_raise_before_compiling(linear, bad):
+    lin, (dataset, params) = linear
+    with pytest.raises(OptionError):
+        inference.run(lin["spec"], dataset, engine="mcmc-ep", params=params, **bad)

@@ -14,6 +14,7 @@ from zoo import (  # noqa: E402,F401  (registers the models)
     dagp,
     deep_gp,
     gpssm,
+    heteroscedastic,
     iwmm,
     lgssm,
     multioutput,
@@ -22,6 +23,7 @@ from zoo import (  # noqa: E402,F401  (registers the models)
     nvc,
     regression,
     sparse,
+    variational_input,
 )
 from zoo.programs import model  # noqa: E402
 from zoo.registry import Dataset, ModelSpec, get, names, register  # noqa: E402

@@ -36,7 +36,7 @@ __all__ = [
     "to_attrs",
 ]
 
-CONDITIONING = frozenset({"exact", "kalman", "pf", "pgas", "ads", "is-ep", "laplace", "ep", "ess"})
+CONDITIONING = frozenset({"exact", "kalman", "pf", "pgas", "ads", "is-ep", "mcmc-ep", "laplace", "ep", "ess"})
 STARTING = frozenset({"pmcmc", "pgas-em", "psaem", "pf-ml"})
 
 LOG = stderr_logger("inference.params")

@@ -28,7 +28,7 @@ Cov[x_{t-1}, x_t] = sum w^i (x^i - mu_{t-1|T})(mu_t^i - mu_{t|T})^T the M-step n
   With beta = 1 (every step of the first forward sweep, and beta_{t-1} in the first backward sweep) this is MC-EP, so
   the first sweep is MC-EP as the thesis says. Where alpha_{t-1} beta_{t-1} is not positive definite the step falls
   back to the MC-EP proposal.
-* MCMC-EP (3.180-3.186) is not implemented.
+* MCMC-EP (3.180-3.186): the engine ``mcmc-ep`` (``inference.gaussian.mcmc_ep``), through ``ep_all``'s ``estimator``.
 
 Guards (the thesis gives no numbers; docs/sources/mchutchon.md#ep-guards): damping -- from the second iteration on,
 a message becomes (1 - damping) old + damping new in natural parameters (default 0.5; the first sweep is undamped,
@@ -373,25 +373,32 @@ def pseudo_forward(smoothed: Smoothed, log_lik: Array) -> ForwardPass:
     return ForwardPass(smoothed.mean, smoothed.cov, smoothed.mean, smoothed.cov, smoothed.cross, log_lik)
 
 
-def ep_one_trajectory(g, predictor, mean_fn, variant, num_samples, num_iters, key, y, mask, u, damping, min_ess):
-    """Sampling EP on one trajectory of the GP-SSM: (ForwardPass of the ADF filter, EPResult)."""
+def ep_one_trajectory(
+    g, predictor, mean_fn, variant, num_samples, num_iters, key, y, mask, u, damping, min_ess, estimator=None
+):
+    """Sampling EP on one trajectory of the GP-SSM: (ForwardPass of the ADF filter, EPResult). ``estimator``, when
+    given, maps the transition to the two-slice estimator (MCMC-EP's, ``inference.gaussian.mcmc_ep``) in place of
+    MC-/IS-EP's ``sampling_two_slice(transition, variant, num_samples)``."""
     forward = adf_forward(g, predictor, mean_fn, y, mask, u)
     alpha_init = jax.vmap(to_natural)(forward.filt_mean, forward.filt_cov)
     prior = to_natural(g.m0, g.P0)
     obs = observation_factors(g.C, g.obs_var, y, mask)
-    estimate = sampling_two_slice(gpssm_transition(g, predictor, mean_fn), variant, num_samples)
+    transition = gpssm_transition(g, predictor, mean_fn)
+    estimate = sampling_two_slice(transition, variant, num_samples) if estimator is None else estimator(transition)
     result = ep_smoother(estimate, key, prior, obs, mask, u, alpha_init, num_iters, damping, min_ess)
     return forward, result
 
 
-def ep_all(gp_view, params, observed, key, variant, num_samples, num_iters, damping, ess_frac):
+def ep_all(gp_view, params, observed, key, variant, num_samples, num_iters, damping, ess_frac, estimator=None):
     """Sampling EP on every trajectory (vmapped): ForwardPass and EPResult with a leading K axis."""
     g, predictor, mean_fn = _theta_pieces(gp_view, params, observed)
     y, mask, u = ssm.trajectories(observed)
     ess = ess_frac * num_samples
 
     def one(k, yk, mk, uk):
-        return ep_one_trajectory(g, predictor, mean_fn, variant, num_samples, num_iters, k, yk, mk, uk, damping, ess)
+        return ep_one_trajectory(
+            g, predictor, mean_fn, variant, num_samples, num_iters, k, yk, mk, uk, damping, ess, estimator
+        )
 
     return jax.vmap(one)(jax.random.split(key, y.shape[0]), y, mask, u)
 
@@ -432,7 +439,7 @@ def ep_runner(gp_view, num_samples: int, num_iters: int, num_draws: int):
 def ep_options(num_samples: int) -> dict[str, Option]:
     """The sampling-EP options, shared by ``is-ep`` and ``is-ep-em``."""
     return {
-        "variant": opt.choice("is", VARIANTS, "mc: MC-EP; is: IS-EP (MCMC-EP is not implemented)"),
+        "variant": opt.choice("is", VARIANTS, "mc: MC-EP; is: IS-EP (MCMC-EP: the engine mcmc-ep)"),
         "num_samples": opt.num_samples(num_samples, minimum=2, doc="draws inside EP per time step"),
         "num_ep_iters": Option("int", 4, "forward-backward EP sweeps", minimum=1),
         "damping": Option("float", 0.5, "EP damping (1: none)", above=0.0, maximum=1.0),

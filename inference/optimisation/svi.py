@@ -15,8 +15,9 @@ reported as the point estimate ``final_elbo`` whenever it is computed (``score_p
 ``init_params``: starting values (constrained) of param sites, by name; an array with one extra leading axis of
 size num_chains x restarts gives every fit its own start (e.g. the point estimates of an earlier run's chains).
 
-Output: posterior draws (chain, draw, ...); point_estimates: the guide's median (autoguides) or every param of
-the model and guide (``model``/named guides), plus ``final_elbo``; traces: ``elbo`` per step of the kept fits.
+Output: posterior draws (chain, draw, ...); point_estimates: the guide's median and the model's own params
+(autoguides; e.g. the inducing inputs of ``gp/fitc`` under ``delta``) or every param of the model and guide
+(``model``/named guides), plus ``final_elbo``; traces: ``elbo`` per step of the kept fits.
 """
 
 import jax
@@ -144,7 +145,10 @@ def draw_runner(spec, kind: str, num_samples: int):
             return_sites=latent_and_deterministic(model, params, observed),
         )
         draws = predictive(k_draw, params, **observed)  # also sets up an autoguide's prototype for median()
-        point = autoguide_median(guide, guide_params) if kind in AUTOGUIDES else guide_params
+        point = guide_params
+        if kind in AUTOGUIDES:  # the median of the latent sites, and the model's own params (e.g. inducing inputs)
+            own = {name: v for name, v in guide_params.items() if f"{guide.prefix}_" not in name}
+            point = {**autoguide_median(guide, guide_params), **own}
         return draws, point
 
     return vmapped_chains(one_chain)

@@ -9,9 +9,11 @@ Kaiser 2021, sec. 2.4). See docs/sources/duvenaud.md#base-kernels and docs/sourc
 - ``additive``: the additive kernel of all interaction orders (Duvenaud ch. 6) and its dropout reading.
 - ``symmetric``: kernels invariant to a finite group of input transformations (Duvenaud sec. 2.7).
 - ``manifold``: kernels of transformed inputs k(g(x), g(x')): cylinder, torus, Moebius strip (Duvenaud sec. 2.8).
+- ``arccos``: the arc-cosine kernels of orders 0, 1, 2 (Cho & Saul 2009; Kaiser Fig. 2.6), AC0, AC1, AC2.
 """
 
 from zoo.kernels.additive import Additive
+from zoo.kernels.arccos import ArcCosine0, ArcCosine1, ArcCosine2, arc_cosine
 from zoo.kernels.base import (
     ActiveDims,
     Constant,
@@ -75,7 +77,16 @@ SE, RQ, Lin, Per, ZPer, Cos, Const, WN = (
 CP, CW = Changepoint, ChangeWindow
 M12, M32, M52 = Matern12, Matern32, Matern52
 
+AC0, AC1, AC2 = ArcCosine0, ArcCosine1, ArcCosine2
+
 __all__ = [
+    "AC0",
+    "AC1",
+    "AC2",
+    "ArcCosine0",
+    "ArcCosine1",
+    "ArcCosine2",
+    "arc_cosine",
     "ActiveDims",
     "Additive",
     "as_inputs",

@@ -12,6 +12,7 @@ offset and location 0). ``str`` prints products with `` x `` and parenthesises s
 import re
 
 from zoo.errors import unknown_name
+from zoo.kernels.arccos import ArcCosine0, ArcCosine1, ArcCosine2
 from zoo.kernels.base import Constant, Kernel, KernelError
 from zoo.kernels.nonstationary import Changepoint, ChangeWindow, Linear
 from zoo.kernels.stationary import (
@@ -38,6 +39,9 @@ BASE = (
     Matern12,
     Matern32,
     Matern52,
+    ArcCosine0,
+    ArcCosine1,
+    ArcCosine2,
 )
 SWITCHES = (Changepoint, ChangeWindow)
 NAMES = {cls.SYMBOL: cls for cls in (*BASE, *SWITCHES)}

@@ -8,8 +8,9 @@ its symbol and number: ``SE + SE`` has ``se0_lengthscale`` and ``se1_lengthscale
 Default priors (``default_priors``; docs/sources/duvenaud.md#kernel-priors): LogNormal(0, 1) on every positive
 hyperparameter (variances, lengthscales, periods, RQ's alpha, Lin's offset, CP/CW widths, CW's duration), as
 ``gp/regression`` has always had on its lengthscales and signal variance (docs/sources/franzese.md#gp-priors);
-Normal(0, 1) on locations (Lin's c, CP's location, CW's start), for inputs on a unit scale. Lengthscales are ARD,
-one per input column the kernel sees; every other hyperparameter is a scalar.
+Normal(0, 1) on locations (Lin's c, CP's location, CW's start), for inputs on a unit scale. Lengthscales and the
+arc-cosine kernels' weight variances are ARD, one per input column the kernel sees; every other hyperparameter is a
+scalar (``Kernel.param_shape``).
 """
 
 import dataclasses
@@ -33,6 +34,7 @@ def default_priors() -> dict[str, dist.Distribution]:
     """Priors by hyperparameter name. A function, not a constant: NumPyro distributions cache derived values on first
     use, and a shared instance first used under a jit trace would leak tracers."""
     positive = ("variance", "lengthscale", "period", "alpha", "offset", "width", "duration")
+    positive += ("weight_variance", "bias_variance")  # the arc-cosine kernels'
     priors = {name: dist.LogNormal(0.0, 1.0) for name in positive}
     priors.update({name: dist.Normal(0.0, 1.0) for name in LOCATIONS})
     return priors
