@@ -1,6 +1,6 @@
 """One posterior per comparison: every engine of a model in a suite must describe the same posterior.
 
-An engine that conditions on the model's parameters (``inference.core.fixed.CONDITIONING``: ``exact``, ``kalman``, ...)
+An engine that conditions on the model's parameters (``params_role="conditions"``: ``exact``, ``kalman``, ...)
 reports p(latents | y, theta) at the ``params`` it is given, or at the model's defaults when it is given none; a
 sampler (``nuts``, ``svi``, ``tsmc``, ...) reports p(latents, theta | y) unless ``params`` fixes theta. Comparing the
 two measures the difference between the posteriors, not the engines' errors (issue 39: ``blr`` in the quick suite
@@ -16,7 +16,7 @@ parameters fixed at the same values (docs/architecture.md#one-posterior):
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from inference.core.fixed import CONDITIONING, STARTING, describe, same_values
+from inference.core.fixed import describe, same_values
 from zoo.errors import OptionError
 
 # A fixed-parameter set that cannot be known (unknown model or engine: the cell fails at run time with that error).
@@ -32,14 +32,14 @@ def cell_fixed(model: str, model_options: Mapping[str, Any], engine: str, option
 
     try:
         spec = zoo.get(model, **dict(model_options))
-        declared = inference.get_engine(engine).options
+        chosen = inference.get_engine(engine)
     except ZooError:
         return UNKNOWN
-    if "params" not in declared or engine in STARTING:
+    if "params" not in chosen.options or chosen.params_role == "starts":
         return {}
     given = options.get("params")
     if given is None:
-        return dict(spec.default_params) if engine in CONDITIONING else {}
+        return dict(spec.default_params) if chosen.params_role == "conditions" else {}
     return dict(given)
 
 
@@ -88,12 +88,12 @@ def align_params(spec: Any, engines: Sequence[str], per_engine: dict[str, dict[s
     engine that cannot hold them fixed."""
     import inference
 
-    conditioning = [e for e in engines if e in CONDITIONING and per_engine[e].get("params") is None]
+    role = {engine: inference.get_engine(engine).params_role for engine in engines}
+    conditioning = [e for e in engines if role[e] == "conditions" and per_engine[e].get("params") is None]
     if not conditioning or not spec.default_params or any("params" in per_engine[e] for e in engines):
         return []
     for engine in engines:
-        declared = inference.get_engine(engine).options
-        if "params" not in declared or engine in STARTING:
+        if "params" not in inference.get_engine(engine).options or role[engine] == "starts":
             raise OptionError(
                 f"{conditioning[0]} conditions on {spec.name}'s parameters ({', '.join(sorted(spec.default_params))}) "
                 f"and {engine} cannot hold them fixed (it samples or learns them): the two describe different "

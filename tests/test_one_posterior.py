@@ -9,7 +9,7 @@ import pytest
 import inference
 import zoo_cli
 from benchmarks import compare, posteriors, suites
-from inference.core import fixed
+from inference.core import options as opt
 from zoo.errors import OptionError
 
 # The mistake of issue 39: the exact engine conditions on blr's noise (0.25 by default), NUTS samples it.
@@ -74,12 +74,21 @@ def test_zoo_compare_refuses_an_engine_that_cannot_hold_them_fixed():
         compare.build_suite("lgssm", ["pmcmc"], [0], {})
 
 
-def test_every_engine_that_defaults_to_the_model_params_is_classified():
+def test_every_engine_that_defaults_to_the_model_params_declares_its_role():
     for name in inference.engine_names():
-        declared = inference.get_engine(name).options.get("params")
+        engine = inference.get_engine(name)
+        declared = engine.options.get("params")
         defaults_to_model = declared is not None and declared.default is None
-        assert defaults_to_model == (name in fixed.CONDITIONING | fixed.STARTING), name
-    assert not fixed.CONDITIONING & fixed.STARTING
+        assert defaults_to_model == (engine.params_role in ("conditions", "starts")), name
+
+
+def test_a_registration_that_contradicts_its_params_option_is_refused():
+    params = {"params": opt.params()}  # defaults to None: the model's defaults
+    with pytest.raises(TypeError, match="goes with params_role 'conditions' or 'starts'"):
+        inference.register_engine("contradiction", {"continuous"}, params, "", params_role="learns")(lambda: None)
+    with pytest.raises(TypeError, match="is not one of conditions, starts, learns"):
+        inference.register_engine("typo", {"continuous"}, params, "", params_role="conditioning")(lambda: None)
+    assert "contradiction" not in inference.engine_names() and "typo" not in inference.engine_names()
 
 
 def test_run_says_which_parameters_it_fixed_at_the_defaults(capsys):

@@ -75,6 +75,7 @@ class Engine:
     options: Mapping[str, Option]  # declared once: kind, default, range (inference/core/options.py)
     summary: str
     alternatives: tuple[frozenset[str], ...] = ()  # other capability sets any one of which also suffices
+    params_role: str = "learns"  # what its ``params`` option means: inference/core/fixed.py's PARAMS_ROLES
 
     @property
     def defaults(self) -> dict[str, Any]:
@@ -90,17 +91,23 @@ def register_engine(
     options: Mapping[str, Option],
     summary: str,
     alternatives: tuple[set[str], ...] = (),
+    params_role: str = "learns",
 ):
     """Decorator registering an engine function under ``name``, with its declared options. The engine fits a model
     that offers ``requires`` or any one of the capability sets in ``alternatives`` (it dispatches on the views it
-    finds)."""
+    finds). ``params_role`` says what the model's parameters are to it (``fixed.PARAMS_ROLES``): ``conditions``
+    (held fixed, at the model's defaults unless ``params`` gives them), ``starts`` (the defaults only start it)
+    or ``learns`` (sampled or learnt, except those ``params`` fixes)."""
 
     def decorate(fn: Callable[..., EngineOutput]) -> Callable[..., EngineOutput]:
         others = tuple(frozenset(a) for a in alternatives)
         for option_name, option in options.items():
             if not isinstance(option, Option):
                 raise TypeError(f"engine {name!r}: option {option_name!r} must be declared as an Option")
-        _ENGINES[name] = Engine(name, fn, frozenset(requires), dict(options), summary, others)
+        from inference.core import fixed  # here: it imports inference.results, which is not loaded yet at startup
+
+        fixed.check_params_role(name, params_role, options.get("params"))
+        _ENGINES[name] = Engine(name, fn, frozenset(requires), dict(options), summary, others, params_role)
         return fn
 
     return decorate
@@ -255,7 +262,7 @@ def run(
     if "params" in opts:
         opts["params"] = resolve_params(spec, dataset, opts["params"])
         # what this posterior conditions on, and what nobody asked to fix (docs/architecture.md#one-posterior)
-        fixed_params, at_defaults = fixed.fixed_parameters(chosen.name, opts["params"], options.get("params"))
+        fixed_params, at_defaults = fixed.fixed_parameters(chosen.params_role, opts["params"], options.get("params"))
         fixed.announce(chosen.name, spec.name, fixed_params, at_defaults)
 
     timer = Timer()

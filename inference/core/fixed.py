@@ -1,17 +1,21 @@
 """Which model parameters a run holds fixed, and which of them it fixed at the model's defaults unasked.
 
-Engines that condition on parameters (``CONDITIONING``: the exact Gaussian posterior, the Kalman smoother, the
-particle filter and smoothers at fixed theta) use ``params`` when given, else the model's ``default_params``: the
-posterior they report is p(latents | y, theta = defaults), not the posterior a sampler of theta reports. ``run``
-says so in one line on stderr (logger ``inference.params``) and records it in the result's attributes
-``fixed_params`` (name -> value, JSON) and ``fixed_at_defaults`` (the names nobody asked for), so that a comparison
-of engines can check that they all describe the same posterior (``benchmarks/posteriors.py``,
-docs/architecture.md#one-posterior).
+Every engine declares at registration what the model's parameters are to it (``params_role``, one of
+``PARAMS_ROLES``):
 
-Engines whose ``params`` default to the model's defaults as a *starting point* (``STARTING``: particle MCMC over
-theta, particle EM, particle-filter ML) fix nothing; every other engine samples or learns the
-parameters ``params`` does not fix. ``tests/test_one_posterior.py`` checks that every registered engine whose
-``params`` option defaults to None is in exactly one of the two sets.
+- ``conditions``: it holds every parameter fixed (the exact Gaussian posterior, the Kalman smoother, the particle
+  filter and smoothers, Laplace, EP and elliptical slice at fixed theta): ``params`` when given, else the model's
+  ``default_params``. The posterior it reports is p(latents | y, theta = defaults), not the posterior a sampler of
+  theta reports. ``run`` says so in one line on stderr (logger ``inference.params``) and records it in the result's
+  attributes ``fixed_params`` (name -> value, JSON) and ``fixed_at_defaults`` (the names nobody asked for), so that
+  a comparison of engines can check that they all describe the same posterior (``benchmarks/posteriors.py``,
+  docs/architecture.md#one-posterior).
+- ``starts``: the defaults only start it (particle MCMC over theta, particle EM, particle-filter ML); it fixes
+  nothing.
+- ``learns`` (the default): it samples or learns every parameter ``params`` does not fix.
+
+An engine whose ``params`` option defaults to None (the model's defaults) must declare ``conditions`` or
+``starts``, and only such an engine may: ``check_params_role`` refuses the registration otherwise.
 """
 
 import json
@@ -24,10 +28,9 @@ import numpy as np
 from inference.results.health import stderr_logger
 
 __all__ = [
-    "CONDITIONING",
-    "STARTING",
+    "PARAMS_ROLES",
     "announce",
-    "conditions_on_params",
+    "check_params_role",
     "describe",
     "fixed_parameters",
     "format_value",
@@ -36,25 +39,32 @@ __all__ = [
     "to_attrs",
 ]
 
-CONDITIONING = frozenset({"exact", "kalman", "pf", "pgas", "ads", "is-ep", "mcmc-ep", "laplace", "ep", "ess"})
-STARTING = frozenset({"pmcmc", "pgas-em", "psaem", "pf-ml"})
+PARAMS_ROLES = ("conditions", "starts", "learns")
 
 LOG = stderr_logger("inference.params")
 
 
-def conditions_on_params(engine: str) -> bool:
-    """Whether ``engine`` holds every parameter fixed (given, or the model's defaults when ``params`` is None)."""
-    return engine in CONDITIONING
+def check_params_role(engine: str, role: str, params_option: Any) -> None:
+    """Refuse a registration whose ``params_role`` contradicts its ``params`` option: defaulting to None (the model's
+    defaults) is what ``conditions`` and ``starts`` mean, and nothing else may."""
+    if role not in PARAMS_ROLES:
+        raise TypeError(f"engine {engine!r}: params_role {role!r} is not one of {', '.join(PARAMS_ROLES)}")
+    defaults_to_model = params_option is not None and params_option.default is None
+    if defaults_to_model != (role != "learns"):
+        raise TypeError(
+            f"engine {engine!r}: a params option defaulting to the model's defaults goes with params_role "
+            f"'conditions' or 'starts' (and only with those); got {role!r}"
+        )
 
 
-def fixed_parameters(engine: str, resolved: Mapping[str, Any], given: Any) -> tuple[dict[str, Any], list[str]]:
+def fixed_parameters(role: str, resolved: Mapping[str, Any], given: Any) -> tuple[dict[str, Any], list[str]]:
     """(the parameters the run holds fixed, the names of those fixed at the model's defaults because ``params``
-    was not given). ``resolved``: the engine's ``params`` option after ``resolve_params``; ``given``: what the caller
-    passed (None or absent: nothing)."""
-    if engine in STARTING:
+    was not given). ``role``: the engine's ``params_role``; ``resolved``: its ``params`` option after
+    ``resolve_params``; ``given``: what the caller passed (None or absent: nothing)."""
+    if role == "starts":
         return {}, []
     fixed = {name: np.asarray(value) for name, value in (resolved or {}).items()}
-    at_defaults = sorted(fixed) if engine in CONDITIONING and given is None else []
+    at_defaults = sorted(fixed) if role == "conditions" and given is None else []
     return fixed, at_defaults
 
 

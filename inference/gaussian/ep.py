@@ -189,6 +189,7 @@ def ep_program(view, updates, damping, max_sweeps, tolerance, num_chains, num_sa
         "tolerance": Option("float", 1e-10, "stop when no site parameter moves more than this in a sweep", above=0.0),
     },
     summary="Expectation propagation for probit GP classification (R&W Alg. 3.5/3.6), log Z_EP; fixed hypers",
+    params_role="conditions",
 )
 def ep(spec, dataset, key, timer, **options) -> EngineOutput:
     view = spec.views["latent_gp"]

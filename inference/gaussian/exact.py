@@ -31,6 +31,7 @@ def conjugate_sampler(view, num_chains: int, num_samples: int):
     requires={"conjugate"},
     options={"num_chains": opt.num_chains(4), "num_samples": opt.num_samples(1000), "params": opt.params()},
     summary="Exact conjugate posterior draws and log evidence (given the parameters)",
+    params_role="conditions",
 )
 def exact(spec, dataset, key, timer, **options) -> EngineOutput:
     sample = conjugate_sampler(spec.views["conjugate"], options["num_chains"], options["num_samples"])

@@ -190,6 +190,7 @@ def kalman_runner(view: ssm.StateSpaceView, num_chains: int, num_samples: int):
     requires={"state_space", "linear_gaussian"},
     options={"num_chains": opt.num_chains(1), "num_samples": opt.num_samples(1000), "params": opt.params()},
     summary="Kalman filter + RTS smoother: exact log-likelihood, smoothed moments and exact joint smoothing draws",
+    params_role="conditions",
 )
 def kalman(spec, dataset, key, timer, **options) -> EngineOutput:
     """Posterior ``states`` (chain, draw, K, T, D): exact draws of p(x_{1:T} | y); point_estimates ``states_mean``

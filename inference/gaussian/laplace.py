@@ -226,6 +226,7 @@ def held_out_inputs(dataset, X) -> Array:
         "tolerance": Option("float", 1e-10, "stop when no f_i moves more than this in one step", above=0.0),
     },
     summary="Laplace approximation of a latent GP (R&W Alg. 3.1/3.2), log evidence eq. 3.32; fixed hyperparameters",
+    params_role="conditions",
 )
 def laplace(spec, dataset, key, timer, **options) -> EngineOutput:
     view = spec.views["latent_gp"]

@@ -127,6 +127,7 @@ def _options() -> dict[str, Option]:
     requires={"gp_ssm_se"},
     options=_options(),
     summary="MCMC-EP (Algorithm 3, eqs. 3.180-3.186): random-walk Metropolis tilted moments, GP-SSM, fixed parameters",
+    params_role="conditions",
 )
 def mcmc_ep(spec, dataset, key, timer, **options) -> EngineOutput:
     """Options: num_samples (chain length per two-slice, the thesis's 10,000 by default), num_ep_iters, damping,

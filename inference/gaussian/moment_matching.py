@@ -245,6 +245,7 @@ def ads_runner(gp_view, form: str, num_samples: int):
         "form": opt.choice("rts", ("rts", "ep"), "rts: ADS (GP-ADF + RTS-like backward pass); ep: moment-matching EP"),
     },
     summary="Assumed-density smoothing (GP-ADF + RTS-like backward pass), or moment-matching EP; fixed parameters",
+    params_role="conditions",
 )
 def ads(spec, dataset, key, timer, **options) -> EngineOutput:
     """Parameters: ``params`` over the AR1-GP initialisation of the GP-SSM view (Algorithm 1's starting point)."""

@@ -455,6 +455,7 @@ def ep_options(num_samples: int) -> dict[str, Option]:
     requires={"gp_ssm_se"},
     options={**ep_options(10000), "params": opt.params(), "init": opt.init()},
     summary="Sampling EP (Algorithm 3): MC-EP or IS-EP smoothed marginals of a GP-SSM at fixed parameters",
+    params_role="conditions",
 )
 def is_ep(spec, dataset, key, timer, **options) -> EngineOutput:
     """Options: variant 'mc' | 'is', num_samples (draws inside EP per step), num_ep_iters (forward-backward sweeps),

@@ -59,6 +59,7 @@ def ess_runner(view, num_warmup: int, num_samples: int, thinning: int):
         "params": opt.params(),
     },
     summary="Elliptical slice sampling of latent f under the GP prior (BlackJAX), fixed hyperparameters",
+    params_role="conditions",
 )
 def ess(spec, dataset, key, timer, **options) -> EngineOutput:
     view = spec.views["latent_gp"]

@@ -382,6 +382,7 @@ COMMON_OPTIONS = {
     requires={"state_space"},
     options=COMMON_OPTIONS,
     summary="Particle EM: PGAS E-step, closed-form M-step (lgssm; GP-SSM pseudo-targets and obs noise) + Adam",
+    params_role="starts",
 )
 def pgas_em(spec, dataset, key, timer, **options) -> EngineOutput:
     """``num_steps`` EM iterations with ``num_samples`` PGAS trajectories each (Table 3.4, 1-D: 20 x 10, 100
@@ -401,6 +402,7 @@ def pgas_em(spec, dataset, key, timer, **options) -> EngineOutput:
         "step_size_exponent": Option("float", 0.7, "gamma_j = (j - k0)^-exponent", above=0.5, maximum=1.0),
     },
     summary="Particle SAEM: PGAS E-step, stochastic-approximation Q with gamma_j = 1 (j <= k0), (j - k0)^-0.7",
+    params_role="starts",
 )
 def psaem(spec, dataset, key, timer, **options) -> EngineOutput:
     """As ``pgas-em`` with Q averaged over all past E-steps by the step sizes gamma_j (module docstring)."""

@@ -630,6 +630,7 @@ def filter_runner(view, num_particles, num_samples, method, resampler):
         "num_samples": opt.num_samples(100, doc="paths drawn from the final genealogy per run"),
     },
     summary="Bootstrap / fully adapted particle filter: log-likelihood, filtering moments, genealogy paths",
+    params_role="conditions",
 )
 def pf(spec, dataset, key, timer, **options) -> EngineOutput:
     """chain = independent filter run; posterior ``states`` (chain, draw, K, T, D) are paths of the final genealogy
@@ -698,6 +699,7 @@ def ml_runner(view, num_particles, num_steps, method, resampler, learning_rate, 
         "score": opt.choice("forward_smoothing", SCORE_METHODS, "forward_smoothing: O(N^2), consistent; path: O(N)"),
     },
     summary="Maximum likelihood by ascent on the particle filter's Fisher-identity score (Adam)",
+    params_role="starts",
 )
 def pf_ml(spec, dataset, key, timer, **options) -> EngineOutput:
     """``params`` is the starting point (default: the model's defaults); every site of the view is learned. The

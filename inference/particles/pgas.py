@@ -220,6 +220,7 @@ def check_fully_adapted(view) -> None:
     },
     summary="Particle Gibbs with ancestor sampling (fully adapted CSMC); smoothing trajectory draws",
     alternatives=({pgas_marginal.VIEW},),
+    params_role="conditions",
 )
 def pgas(spec, dataset, key, timer, **options) -> EngineOutput:
     """posterior ``states`` (chain, draw, K, T, D): the Markov chain's trajectories after ``num_warmup`` sweeps.

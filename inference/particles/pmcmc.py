@@ -197,6 +197,7 @@ def pmcmc_runner(
     },
     summary="Particle Gibbs over trajectories (PGAS) and parameters (adaptive random-walk MH); Frigola et al. 2013",
     alternatives=({pgas_marginal.VIEW},),
+    params_role="starts",
 )
 def pmcmc(spec, dataset, key, timer, **options) -> EngineOutput:
     """posterior: every parameter site (chain, draw, *shape) and ``states`` (chain, draw, K, T, D); ``params`` is the
