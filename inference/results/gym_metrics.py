@@ -33,6 +33,18 @@ if TYPE_CHECKING:
     from arviz import InferenceData
 
 
+__all__ = [
+    "NoReferenceError",
+    "Reference",
+    "exact_moments",
+    "exact_reference",
+    "gradient_counts",
+    "gradients_to_threshold",
+    "gym_metrics",
+    "second_moment_bias",
+]
+
+
 class NoReferenceError(ZooError):
     """b^2 was asked of a model for which no reference (true second moments) is known."""
 
@@ -52,9 +64,9 @@ class Reference:
         return cls(second, var)
 
 
-def exact_reference(spec, dataset, params) -> Reference:
-    """The exact posterior moments of a model with a conjugate view at ``params`` (e.g. ``blr``,
-    ``gp/regression-latent``); NoReferenceError for any other model."""
+def exact_moments(spec, dataset, params) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """({site: mean}, {site: sd}) of the exact posterior of a model with a conjugate view at ``params`` (e.g.
+    ``blr``, ``gp/regression-latent``); NoReferenceError for any other model."""
     if "conjugate" not in spec.capabilities:
         raise NoReferenceError(
             f"model {spec.name!r} has no reference for b^2: it needs the true E[x^2] and Var[x^2] of every latent "
@@ -72,7 +84,12 @@ def exact_reference(spec, dataset, params) -> Reference:
     zero = post.to_sites(jnp.zeros_like(post.mean))
     means, cols = post.to_sites(post.mean), jax.vmap(post.to_sites)(jnp.linalg.cholesky(post.cov).T)
     sds = {k: np.sqrt(np.asarray(jnp.sum((cols[k] - zero[k]) ** 2, axis=0))) for k in means}
-    return Reference.gaussian({k: np.asarray(v) for k, v in means.items()}, sds)
+    return {k: np.asarray(v) for k, v in means.items()}, sds
+
+
+def exact_reference(spec, dataset, params) -> Reference:
+    """The b^2 reference of a model with a conjugate view at ``params``; NoReferenceError for any other model."""
+    return Reference.gaussian(*exact_moments(spec, dataset, params))
 
 
 def _stacked(idata: "InferenceData", reference: Reference) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
