@@ -245,12 +245,10 @@ def gym_leaderboard(rows: pd.DataFrame) -> pd.DataFrame | None:
         return None
     lines = []
     for label, cells in ok.groupby("label", sort=False):
-        grads = pd.to_numeric(cells["grads_to_b2"], errors="coerce").dropna()
+        grads = _numbers(cells, "grads_to_b2")
         if grads.empty:
             continue
-        chain = pd.to_numeric(cells.get("grads_to_b2_chain_median"), errors="coerce").dropna()
-        final = pd.to_numeric(cells.get("b2_final"), errors="coerce").dropna()
-        per_grad = pd.to_numeric(cells.get("ess_per_grad"), errors="coerce").dropna()
+        chain, final, per_grad = (_numbers(cells, c) for c in ("grads_to_b2_chain_median", "b2_final", "ess_per_grad"))
         median = float(np.median(grads))
         reached = int(np.isfinite(grads).sum())
         lines.append(
@@ -269,6 +267,13 @@ def gym_leaderboard(rows: pd.DataFrame) -> pd.DataFrame | None:
     frame = pd.DataFrame(lines).sort_values("_sort", kind="stable").drop(columns="_sort").set_index("engine")
     frame.index.name = "engine"
     return frame
+
+
+def _numbers(rows: pd.DataFrame, column: str) -> pd.Series:
+    """The column's numbers (NaN and missing left out; empty when the table has no such column)."""
+    if column not in rows:
+        return pd.Series(dtype=float)
+    return pd.to_numeric(rows[column], errors="coerce").dropna()
 
 
 def _b2_curves(ok: pd.DataFrame, model: str):

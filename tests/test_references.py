@@ -201,3 +201,49 @@ def test_the_posteriordb_export_follows_its_documented_layout(tmp_path):
             values = json.loads((folder / statistic / f"{post['name']}.json").read_text())
             assert values["names"] == names and len(values[statistic]) == len(names) == len(values["mcse_mean"])
             assert (folder / "info" / f"{post['name']}.info.json").is_file()
+
+
+def test_the_report_ranks_engines_by_gradients_to_b2():
+    import pandas as pd
+
+    from benchmarks import report
+
+    curve = {"grads": [10.0, 100.0, 1000.0], "b2": [1.0, 0.1, 0.001]}
+    rows = pd.DataFrame(
+        [
+            {"label": "slow", "status": "ok", "grads_to_b2": 5000.0, "b2_final": 0.005, "b2_curve": curve},
+            {"label": "never", "status": "ok", "grads_to_b2": float("inf"), "b2_final": 0.2, "b2_curve": curve},
+            {"label": "fast", "status": "ok", "grads_to_b2": 700.0, "b2_final": 0.001, "b2_curve": curve},
+            {"label": "exact", "status": "ok", "grads_to_b2": float("nan"), "b2_final": float("nan"), "b2_curve": None},
+        ]
+    )
+    board = report.gym_leaderboard(rows)
+    assert list(board.index) == ["fast", "slow", "never"]
+    assert board.loc["never", "gradients to b² < 0.01"] == "not reached"
+    assert report.gym_leaderboard(rows.drop(columns=["grads_to_b2"])) is None
+
+
+def test_a_stale_stored_reference_is_not_used():
+    """The benchmark compares a cell against a stored reference only when the cell's data are the reference's."""
+    from types import SimpleNamespace
+
+    from benchmarks import runner, suites
+
+    cell = suites.Cell("gp/regression-latent", "exact", "exact", 0, {}, {"n": 20}, 0, suites.STORED)
+    attrs = {"fixed_params": json.dumps({k: [v] if k == "lengthscale" else v for k, v in LATENT.items()})}
+    idata = SimpleNamespace(posterior=SimpleNamespace(attrs=attrs))
+    ref = refs.require("gp/regression-latent", {}, {"n": 20}, 0, LATENT)
+    found, note = runner.stored_reference(runner.CellOutcome(cell, idata, data_sha256=ref.data_sha256))
+    assert found is not None and note == f"stored:{ref.id}"
+    found, note = runner.stored_reference(runner.CellOutcome(cell, idata, data_sha256="other"))
+    assert found is None and "stale" in note
+
+
+def test_zoo_reference_says_why_in_one_line(capsys):
+    import zoo_cli
+
+    assert zoo_cli.main(["reference", "gp/classification", "--size", "n=5", "--engine", "mala"]) == 2
+    error = capsys.readouterr().err.strip()
+    assert error.startswith("zoo: error: engine 'mala' cannot make a reference") and "\n" not in error
+    assert zoo_cli.main(["reference", "gp/poisson", "--size", "n=7", "--export", "unused"]) == 2
+    assert "zoo reference gp/poisson --size n=7" in capsys.readouterr().err

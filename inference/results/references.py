@@ -40,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+import zoo
 from inference.results import diagnostics
 from inference.results.gym_metrics import NoReferenceError, Reference
 
@@ -65,7 +66,7 @@ __all__ = [
 ]
 
 FORMAT = "zoo-reference/1"
-REFERENCES_DIR = Path(__file__).resolve().parents[2] / "zoo" / "references"
+REFERENCES_DIR = Path(zoo.__file__).resolve().parent / "references"
 # Every quantity's moments, each stored with ``<name>_mcse``.
 MOMENTS = ("mean", "var", "second_moment", "var_second_moment")
 
