@@ -255,9 +255,9 @@ def gym_leaderboard(rows: pd.DataFrame) -> pd.DataFrame | None:
             {
                 "engine": label,
                 "_sort": median,
-                "gradients to b² < 0.01": f"{median:.3g}" if np.isfinite(median) else "not reached",
+                "gradients to b² < 0.01": _count(median),
                 "seeds reaching it": f"{reached}/{len(grads)}",
-                "per chain (median)": f"{float(np.median(chain)):.3g}" if len(chain) else "-",
+                "per chain (median)": _count(float(np.median(chain))) if len(chain) else "-",
                 "final b²": f"{float(final.max()):.3g}" if len(final) else "-",
                 "ESS/grad": f"{float(per_grad.mean()):.3g}" if len(per_grad) else "-",
             }
@@ -267,6 +267,10 @@ def gym_leaderboard(rows: pd.DataFrame) -> pd.DataFrame | None:
     frame = pd.DataFrame(lines).sort_values("_sort", kind="stable").drop(columns="_sort").set_index("engine")
     frame.index.name = "engine"
     return frame
+
+
+def _count(value: float) -> str:
+    return f"{value:.3g}" if np.isfinite(value) else "not reached"
 
 
 def _numbers(rows: pd.DataFrame, column: str) -> pd.Series:

@@ -166,13 +166,18 @@ def gym_row(idata: Any, stored: Any) -> dict[str, Any]:
     draws = found["grads_pooled"].size
     at = np.unique(np.geomspace(1, draws, min(CURVE_POINTS, draws)).astype(int) - 1)
     return {
-        "grads_to_b2": found["grads_to_b2_pooled"],
-        "grads_to_b2_chain_median": found["grads_to_b2_chain_median"],
+        # "inf" (not reached by the end of the run) as a string: the store writes JSON, which has no infinity
+        "grads_to_b2": _count(found["grads_to_b2_pooled"]),
+        "grads_to_b2_chain_median": _count(found["grads_to_b2_chain_median"]),
         "b2_final": found["b2_final_pooled"],
         "grads_source": found["grads_source"],
         "b2_sites": sites,
         "b2_curve": {"grads": found["grads_pooled"][at].tolist(), "b2": found["b2_pooled"][at].tolist()},
     }
+
+
+def _count(value: float) -> "float | str":
+    return float(value) if np.isfinite(value) else "inf"
 
 
 def missing_references(cells: Iterable[Cell]) -> list[str]:

@@ -13,8 +13,9 @@ lockstep run of C chains knows after n steps), against the gradients all chains 
 ``gradients_to_threshold``: the gradient count from which b^2 stays below the threshold to the end of the run.
 
 Gradients per draw come from the engine's ``grad_evals`` sample statistic (its chain's gradients up to and including
-that draw, warm-up included; the gym's engines record it). For an engine without it, the run's total
-``num_grad_evals`` is spread evenly over the draws (warm-up amortised), and the result says so (``grads_source``).
+that draw, warm-up included; the gym's engines record it); for NUTS and HMC from their ``n_steps`` (leapfrog steps,
+one gradient each) after the warm-up's gradients split evenly over the chains; for any other engine the run's total
+``num_grad_evals`` is spread evenly over the draws (warm-up amortised). The result says which (``grads_source``).
 
 References: exact where the model has a conjugate view (``exact_reference``), else a ``Reference`` the caller
 holds; a model with neither is refused (``NoReferenceError``) before anything is computed.
@@ -141,6 +142,12 @@ def gradient_counts(idata: "InferenceData") -> tuple[np.ndarray, str]:
     if total <= 0:
         raise ValueError(f"engine {post.attrs.get('engine', '?')} recorded no gradient evaluations")
     chains, draws = post.sizes["chain"], post.sizes["draw"]
+    if "sample_stats" in idata.groups() and "n_steps" in idata.sample_stats:
+        # HMC/NUTS: one gradient per leapfrog step of each draw; the warm-up's gradients (the rest of the run's
+        # total) come first, split evenly over the chains, so the count is not flattered by amortising them.
+        steps = np.asarray(idata.sample_stats["n_steps"].values, dtype=float)
+        warmup = max(total - steps.sum(), 0.0) / chains
+        return warmup + np.cumsum(steps, axis=1), "n_steps"
     per_draw = total / (chains * draws)
     return np.broadcast_to(per_draw * np.arange(1, draws + 1), (chains, draws)).astype(float), "amortised"
 
