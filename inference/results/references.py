@@ -193,17 +193,17 @@ class StoredReference:
 
 
 def canonical_model_options(model: str, model_options: Mapping[str, Any]) -> dict[str, Any]:
-    """``model_options`` without the options equal to the family's defaults, as plain JSON data, sorted."""
+    """``model_options`` coerced to their declared kinds (``-m num_bins=56`` gives the string "56"), without the
+    options equal to the family's defaults, as plain JSON data, sorted."""
     from zoo import registry
+    from zoo.options import validate
 
     declared = registry.family_options(model) or {}
-    out = {}
-    for key, value in sorted(dict(model_options).items()):
-        option = declared.get(key)
-        if option is not None and plain_json(value) == plain_json(option.default):
-            continue
-        out[key] = plain_json(value)
-    return out
+    if not declared:
+        return {k: plain_json(v) for k, v in sorted(dict(model_options).items())}
+    values = validate(f"model {model!r}", declared, dict(model_options))
+    defaults = validate(f"model {model!r}", declared, {})
+    return {k: plain_json(values[k]) for k in sorted(values) if plain_json(values[k]) != plain_json(defaults[k])}
 
 
 def reference_id(
