@@ -155,7 +155,8 @@ def build(
     provenance.update(
         {
             "command": refs.build_command(model, model_options, size, data_seed, fixed)
-            + (f" --engine {engine}" if engine == "nuts" else ""),
+            + (f" --engine {engine}" if engine == "nuts" else "")
+            + _counts_flags(engine, chains=chains, draws=draws, thin=thin, warmup=warmup, seed=seed),
             "engine": engine,
             "chains": chains if engine == "nuts" else None,
             "draws_per_chain": draws if engine == "nuts" else None,
@@ -178,6 +179,13 @@ def build(
         quantities=quantities,
         provenance=provenance,
     )
+
+
+def _counts_flags(engine: str, **counts: int) -> str:
+    """The ``zoo reference`` flags of the counts that differ from DEFAULTS (so the command regenerates this run)."""
+    if engine != "nuts":
+        return ""
+    return "".join(f" --{name} {value}" for name, value in counts.items() if value != DEFAULTS[name])
 
 
 def _fixed(idata) -> dict[str, Any]:
