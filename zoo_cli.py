@@ -212,6 +212,44 @@ def cmd_report(args) -> int:
     return rebuild_report(args)
 
 
+def cmd_reference(args) -> int:
+    """(Re)build, list or export reference posteriors (docs/gym.md#references)."""
+    from inference.results import references as refs
+    from zoo.options import parse_assignments
+
+    if args.list:
+        for ref in refs.stored():
+            checks = ref.provenance.get("checks_made")
+            print(
+                f"  {ref.id:64s} {ref.kind:9s} {ref.provenance.get('engine', '?'):6s} "
+                f"{'' if checks is None else ('all checks passed' if all(checks.values()) else 'CHECKS FAILED')}"
+            )
+        return 0
+    if not args.model:
+        raise SystemExit("zoo reference: give a MODEL (or --list)")
+    model_options = parse_assignments(f"model {args.model!r}", args.model_option)
+    size = _key_values(args.size, "--size")
+    params = _key_values(args.params, "--params") or None
+    if args.export:
+        from inference.applications.posteriordb import export
+
+        import zoo
+
+        zoo.get(args.model, **model_options)  # unknown names and options fail here
+        ref = refs.require(args.model, model_options, size, args.data_seed, params or {}, args.out)
+        for path in export(ref, args.export):
+            print(f"wrote {path}")
+        return 0
+    from inference.applications.references import build
+
+    counts = {k: getattr(args, k) for k in ("chains", "draws", "thin", "warmup", "seed")}
+    counts = {k: v for k, v in counts.items() if v is not None}  # build's defaults: posteriordb's
+    ref = build(args.model, model_options, size, args.data_seed, params, engine=args.engine, **counts)
+    path = ref.save(args.out)
+    print(f"wrote {path} ({ref.kind}, {ref.provenance.get('wall_s')} s)")
+    return 0
+
+
 def cmd_search(args) -> int:
     from inference.applications.structure_search.cli import run
 
@@ -343,6 +381,27 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_arguments(p)
     p.set_defaults(func=cmd_search)
+
+    p = sub.add_parser(
+        "reference",
+        help="(re)build the reference posterior of a model (exact, or a long NUTS run certified by posteriordb's "
+        "criteria), list them, or export one to posteriordb's layout",
+    )
+    p.add_argument("model", nargs="?", help="model name (see `zoo list`)")
+    p.add_argument("--model-option", "-m", action="append", default=[], metavar="KEY=VALUE", help="a model option")
+    p.add_argument("--size", action="append", default=[], metavar="KEY=VALUE", help="size of the simulated data")
+    p.add_argument("--data-seed", type=int, default=0, help="seed of the simulated data (default: 0)")
+    p.add_argument("--params", action="append", default=[], metavar="SITE=VALUE", help="hold a model parameter fixed")
+    p.add_argument("--engine", help="exact, kalman or nuts (default: the first of these that fits the model)")
+    p.add_argument("--chains", type=int, help="NUTS chains (default: 10)")
+    p.add_argument("--draws", type=int, help="draws per chain after thinning (default: 1000)")
+    p.add_argument("--thin", type=int, help="thinning (default: 10)")
+    p.add_argument("--warmup", type=int, help="warm-up iterations (default: 10000)")
+    p.add_argument("--seed", type=int, help="engine seed (default: 4711)")
+    p.add_argument("--out", help="references folder (default: zoo/references)")
+    p.add_argument("--export", metavar="DIR", help="write the stored reference to DIR in posteriordb's layout")
+    p.add_argument("--list", action="store_true", help="list the stored references")
+    p.set_defaults(func=cmd_reference)
 
     p = sub.add_parser("report", help="rebuild report.md and report.html from a results folder of `zoo bench`")
     p.add_argument("dir", help="results folder (e.g. bench_results/quick)")

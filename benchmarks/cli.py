@@ -32,6 +32,9 @@ def bench(args) -> int:
     problems = posteriors.check(suite.cells)  # one posterior per comparison (docs/architecture.md#one-posterior)
     if problems:
         raise suites.SuiteError(f"suite {suite.name!r} compares different posteriors: " + "; ".join(problems))
+    missing = runner.missing_references(suite.cells)  # reference = "stored" (docs/gym.md#references)
+    if missing:
+        raise suites.SuiteError(f"suite {suite.name!r} needs stored references: " + "; ".join(missing))
     out = Path(args.out) if args.out else DEFAULT_ROOT / suite.name
     if args.scheduler and args.executor != "dask":
         raise ZooError("--scheduler needs --executor dask.")

@@ -1,7 +1,8 @@
 """The report of a benchmark run: ``report.md`` (figures in ``figures/``) and a self-contained ``report.html``
 (figures embedded as base64 PNG), rebuilt from the results store alone.
 
-Per model: a table with one row per engine (metrics averaged over seeds; worst R-hat and errors; summed
+Per model: with a stored reference posterior, the gym's leaderboard (gradients until b^2 < 0.01) and its b^2 curves;
+a table with one row per engine (metrics averaged over seeds; worst R-hat and errors; summed
 divergences), the posterior marginals of every engine over the reference's, ESS/s bars, and trace/rank
 plots of the sampling engines. Failed cells are listed with their error.
 """
@@ -231,6 +232,81 @@ def in_suite_order(store: ResultsStore, table: pd.DataFrame) -> pd.DataFrame:
     return table.loc[[c for *_, c in sorted(rank)]]
 
 
+# b^2 threshold of the gym's metric (docs/gym.md#metric)
+B2_THRESHOLD = 0.01
+
+
+def gym_leaderboard(rows: pd.DataFrame) -> pd.DataFrame | None:
+    """Per engine label of one model, against its stored reference: gradients until b^2 stays below 0.01 (pooled over
+    chains; the median over seeds, 'not reached' where a run ended above it), the chains' own median, the final b^2
+    and ESS per gradient; sorted by gradients to threshold (docs/gym.md#leaderboard). None when no row has b^2."""
+    ok = rows[rows["status"] == "ok"]
+    if "grads_to_b2" not in ok or pd.to_numeric(ok["grads_to_b2"], errors="coerce").notna().sum() == 0:
+        return None
+    lines = []
+    for label, cells in ok.groupby("label", sort=False):
+        grads = _numbers(cells, "grads_to_b2")
+        if grads.empty:
+            continue
+        chain, final, per_grad = (_numbers(cells, c) for c in ("grads_to_b2_chain_median", "b2_final", "ess_per_grad"))
+        median = float(np.median(grads))
+        reached = int(np.isfinite(grads).sum())
+        lines.append(
+            {
+                "engine": label,
+                "_sort": median,
+                "gradients to b² < 0.01": _count(median),
+                "seeds reaching it": f"{reached}/{len(grads)}",
+                "per chain (median)": _count(float(np.median(chain))) if len(chain) else "-",
+                "final b²": f"{float(final.max()):.3g}" if len(final) else "-",
+                "ESS/grad": f"{float(per_grad.mean()):.3g}" if len(per_grad) else "-",
+            }
+        )
+    if not lines:
+        return None
+    frame = pd.DataFrame(lines).sort_values("_sort", kind="stable").drop(columns="_sort").set_index("engine")
+    frame.index.name = "engine"
+    return frame
+
+
+def _count(value: float) -> str:
+    return f"{value:.3g}" if np.isfinite(value) else "not reached"
+
+
+def _numbers(rows: pd.DataFrame, column: str) -> pd.Series:
+    """The column's numbers (NaN and missing left out; empty when the table has no such column)."""
+    if column not in rows:
+        return pd.Series(dtype=float)
+    return pd.to_numeric(rows[column], errors="coerce").dropna()
+
+
+def _b2_curves(ok: pd.DataFrame, model: str):
+    """b^2 (pooled over chains) against gradient evaluations, one line per engine (each seed a line of its colour),
+    on log axes, with the 0.01 threshold."""
+    import matplotlib.pyplot as plt
+
+    figure, ax = plt.subplots(figsize=(8, 4.5))
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for i, (label, cells) in enumerate(ok.groupby("label", sort=False)):
+        for j, curve in enumerate(cells["b2_curve"]):
+            if isinstance(curve, str):
+                curve = json.loads(curve)
+            if not isinstance(curve, dict):
+                continue
+            grads, b2 = np.asarray(curve["grads"], float), np.asarray(curve["b2"], float)
+            keep = (grads > 0) & (b2 > 0)
+            ax.plot(grads[keep], b2[keep], color=colours[i % len(colours)], lw=1.2, label=label if j == 0 else None)
+    ax.axhline(B2_THRESHOLD, color="k", ls="--", lw=0.8, label="b² = 0.01")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("gradient evaluations (all chains, warm-up included)")
+    ax.set_ylabel("b² (second moments, pooled over chains)")
+    ax.set_title(f"{model}: b² against gradients (stored reference)")
+    ax.legend(fontsize=8, ncol=2)
+    figure.tight_layout()
+    return figure
+
+
 def model_figures(store: ResultsStore, rows: pd.DataFrame) -> list[Figure]:
     """Marginals over the reference, ESS/s bars and trace/rank plots of one model (first seed with a
     successful reference; every engine's cell at that seed)."""
@@ -242,6 +318,16 @@ def model_figures(store: ResultsStore, rows: pd.DataFrame) -> list[Figure]:
     slug = model.replace("/", "__")
     figures = []
     ok = rows[rows["status"] == "ok"]
+    if "b2_curve" in ok and ok["b2_curve"].notna().any():
+        curves = ok[ok["b2_curve"].notna()]
+        figures.append(
+            Figure(
+                f"{slug}-b2.png",
+                f"{model}: b² of the second moments against gradient evaluations, one line per engine (and seed); "
+                "the dashed line is the threshold 0.01 (docs/gym.md#metric)",
+                _png(_b2_curves(curves, model)),
+            )
+        )
     if len(ok):
         figures.append(
             Figure(
@@ -251,11 +337,13 @@ def model_figures(store: ResultsStore, rows: pd.DataFrame) -> list[Figure]:
             )
         )
     references = ok[ok["label"] == ok["reference"]]
-    if references.empty:
+    if references.empty:  # no reference cell (failed, or the stored reference): trace plots of the first seed
+        references = ok.iloc[:0]
+    if references.empty and not (ok["reference"] == "stored").any():
         return figures
-    seed = int(references["seed"].min())
+    seed = int((references if len(references) else ok)["seed"].min())
     at_seed = ok[ok["seed"] == seed]
-    reference_label = references["label"].iloc[0]
+    reference_label = references["label"].iloc[0] if len(references) else at_seed["label"].iloc[0]
     ordered = [reference_label] + [label for label in at_seed["label"] if label != reference_label]
     idatas = {label: store.read_idata(at_seed.index[at_seed["label"] == label][0]) for label in ordered}
     figures.append(
@@ -377,9 +465,10 @@ def write_report(store: ResultsStore) -> dict[str, Path]:
         warnings = health_lines(rows)
         if warnings:
             notes.append("Health warnings, from each engine's own diagnostics (inference/results/health.py):")
-        sections.append((model, engine_table(rows), model_figures(store, rows), notes, warnings))
+        board = gym_leaderboard(rows)
+        sections.append((model, engine_table(rows), model_figures(store, rows), notes, warnings, board))
     failed = failures(table)
-    for _, _, figures, _, _ in sections:
+    for _, _, figures, _, _, _ in sections:
         for figure in figures:
             store.write_file(f"figures/{figure.name}", figure.png)
     md = store.write_file("report.md", render_markdown(info, sections, failed))
@@ -391,9 +480,12 @@ def render_markdown(info: dict[str, str], sections, failed: pd.DataFrame) -> str
     out = [f"# Benchmark report: {info['suite']}", "", info["description"], ""]
     out += [f"- **{key}**: {value}" for key, value in info.items() if key not in {"suite", "description"}]
     out += ["", _LEGEND, ""]
-    for model, frame, figures, notes, warnings in sections:
+    for model, frame, figures, notes, warnings, board in sections:
         table = markdown_table(frame).replace(MARK, "**(!)**")
-        out += [f"## {model}", "", table, "", *[f"{note}\n" for note in notes]]
+        out += [f"## {model}", ""]
+        if board is not None:
+            out += [_LEADERBOARD, "", markdown_table(board), ""]
+        out += [table, "", *[f"{note}\n" for note in notes]]
         out += [*(f"- **(!)** {line}" for line in warnings), ""] if warnings else []
         out += [f"![{figure.caption}](figures/{figure.name})\n\n*{figure.caption}*\n" for figure in figures]
     if len(failed):
@@ -406,6 +498,8 @@ _LEGEND = (
     "'seeds ok' says how many seeds each average holds). "
     "ESS is ArviZ's min bulk ESS over all variables; ESS/s divides it by run time; ESS/s incl. compile is the "
     "total ESS of the seeds over their total compile plus run time (later seeds reuse the compiled program). "
+    "Where the model has a stored reference posterior (zoo/references/, docs/gym.md#references) the errors are "
+    "against it (its own MCSE included), else against the reference engine. "
     "Mean err is the largest |mean - reference mean| / reference sd over variables; sd err the "
     "largest |sd - reference sd| / reference sd; each with its Monte Carlo standard error (the engine's and the "
     "reference's MCSE combined, at that component), marked (!) where some component's error exceeds 3 MCSE: more "
@@ -415,6 +509,12 @@ _LEGEND = (
     "for all (benchmarks/posteriors.py). "
     "Log evidence is given by engines that estimate it. Compile s is 0 where a cell "
     "reused a program compiled earlier in the same process (same model, engine options and shapes)."
+)
+
+_LEADERBOARD = (
+    "Leaderboard against the stored reference posterior (zoo/references/): gradient evaluations until b², the largest "
+    "squared bias of a second moment E[x²] in units of Var[x²], stays below 0.01 (pooled over chains, warm-up "
+    "included; median over seeds), fewest first (docs/gym.md#metric)."
 )
 
 _STYLE = """
@@ -447,9 +547,12 @@ def render_html(info: dict[str, str], sections, failed: pd.DataFrame) -> str:
         f"<p>{esc(_LEGEND)}</p>",
     ]
     bad = '<span class="bad">&#9888;</span>'
-    for model, frame, figures, notes, warnings in sections:
+    for model, frame, figures, notes, warnings, board in sections:
         table = frame.to_html(border=0, index_names=False).replace(esc(MARK), bad).replace(MARK, bad)
-        parts += [f'<h2 id="{esc(model)}">{esc(model)}</h2>', table, *(f"<p>{esc(note)}</p>" for note in notes)]
+        parts.append(f'<h2 id="{esc(model)}">{esc(model)}</h2>')
+        if board is not None:
+            parts += [f"<p>{esc(_LEADERBOARD)}</p>", board.to_html(border=0, index_names=False)]
+        parts += [table, *(f"<p>{esc(note)}</p>" for note in notes)]
         if warnings:
             parts.append('<ul class="health">' + "".join(f"<li>{bad} {esc(w)}</li>" for w in warnings) + "</ul>")
         for figure in figures:

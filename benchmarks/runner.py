@@ -19,12 +19,15 @@ from typing import Any
 import numpy as np
 
 from benchmarks.store import ResultsStore
-from benchmarks.suites import Cell, Suite
+from benchmarks.suites import STORED, Cell, Suite
 from inference.core.cluster import dask_client
+from inference.results.references import data_digest
 from zoo.errors import ZooError
 
 # Posterior means kept in a row per variable (enough to compare runs; the netCDF has everything).
 MEANS_PER_VARIABLE = 50
+# Points of the b^2-vs-gradients trace kept in a row (log-spaced draws: the report's curves).
+CURVE_POINTS = 120
 
 
 @dataclass
@@ -43,6 +46,7 @@ class CellOutcome:
     host: str = ""
     started: float = 0.0
     elapsed_s: float = 0.0
+    data_sha256: str = ""  # of the observed arrays: a stored reference is used only for the data it was made on
 
     @property
     def ok(self) -> bool:
@@ -68,7 +72,9 @@ def run_cell(cell: Cell) -> CellOutcome:
         else:
             dataset = spec.simulate(jax.random.key(cell.data_seed), **cell.size)
         idata = inference.run(spec, dataset, engine=cell.engine, seed=cell.seed, **cell.options)
-        return CellOutcome(cell, idata, _numeric(dataset.truth), None, None, host, started, time.perf_counter() - clock)
+        elapsed = time.perf_counter() - clock
+        digest = data_digest(dataset.observed)
+        return CellOutcome(cell, idata, _numeric(dataset.truth), None, None, host, started, elapsed, digest)
     except Exception as exc:  # a failing cell is recorded, never fatal to the grid
         return failed_outcome(cell, exc, host, started, time.perf_counter() - clock)
 
@@ -115,6 +121,12 @@ def make_row(outcome: CellOutcome, reference: Any, reference_note: str, executor
     attrs = idata.posterior.attrs
     row["engine_options"] = json.loads(attrs["options"])
     row["versions"] = json.loads(attrs["versions"])
+    stored, row["reference_source"] = stored_reference(outcome)
+    if stored is not None:
+        reference, row["reference_note"] = stored, ""
+        row.update(gym_row(idata, stored))
+    elif cell.reference == STORED:
+        row["reference_note"] = row["reference_source"]
     metrics = diagnostics.compare({cell.label: idata}, reference=reference, truth=outcome.truth).iloc[0].to_dict()
     metrics.pop("engine", None)
     row.update(metrics)
@@ -124,6 +136,68 @@ def make_row(outcome: CellOutcome, reference: Any, reference_note: str, executor
         for name, (mean, _) in diagnostics.posterior_moments(idata).items()
     }
     return row
+
+
+def stored_reference(outcome: CellOutcome) -> tuple[Any, str]:
+    """The stored reference posterior of the cell's model, data and fixed parameters (None if there is none, or if
+    it was made on other data), and a note saying which: ``stored:<id>``, or why not."""
+    from inference.results import references
+
+    cell, attrs = outcome.cell, outcome.idata.posterior.attrs
+    fixed = json.loads(attrs.get("fixed_params", "{}"))
+    found = references.find(cell.model, cell.model_options, cell.size, cell.data_seed, fixed)
+    if found is None or cell.data_file:
+        return None, "no stored reference" if cell.reference == STORED else cell.reference
+    if found.data_sha256 != outcome.data_sha256:
+        return None, f"stored reference {found.id} is stale (made on other data): rebuild it with zoo reference"
+    return found, f"stored:{found.id}"
+
+
+def gym_row(idata: Any, stored: Any) -> dict[str, Any]:
+    """The gym's numbers of a run against a stored reference (docs/gym.md#metric): gradients until b^2 < 0.01
+    (pooled over chains, and the chains' median), the final b^2, and the pooled trace at CURVE_POINTS log-spaced
+    draws; empty for runs without gradients or draws to trace (exact engines, point estimates)."""
+    from inference.results.gym_metrics import gym_metrics
+
+    sites = [name for name in stored.quantities if name in idata.posterior]
+    if not sites or int(idata.posterior.attrs.get("num_grad_evals", -1)) <= 0 or idata.posterior.sizes["draw"] < 2:
+        return {}
+    found = gym_metrics(idata, stored.gym_reference(sites))
+    draws = found["grads_pooled"].size
+    at = np.unique(np.geomspace(1, draws, min(CURVE_POINTS, draws)).astype(int) - 1)
+    return {
+        # "inf" (not reached by the end of the run) as a string: the store writes JSON, which has no infinity
+        "grads_to_b2": _count(found["grads_to_b2_pooled"]),
+        "grads_to_b2_chain_median": _count(found["grads_to_b2_chain_median"]),
+        "b2_final": found["b2_final_pooled"],
+        "grads_source": found["grads_source"],
+        "b2_sites": sites,
+        "b2_curve": {"grads": found["grads_pooled"][at].tolist(), "b2": found["b2_pooled"][at].tolist()},
+    }
+
+
+def _count(value: float) -> "float | str":
+    return float(value) if np.isfinite(value) else "inf"
+
+
+def missing_references(cells: Iterable[Cell]) -> list[str]:
+    """For cells whose suite asks for the stored reference: one line per model variant that has none (with the
+    command that builds it), checked before anything runs."""
+    from benchmarks.posteriors import UNKNOWN, cell_fixed
+    from inference.results import references
+
+    problems = []
+    for cell in cells:
+        if cell.reference != STORED:
+            continue
+        fixed = cell_fixed(cell.model, cell.model_options, cell.engine, cell.options)
+        if fixed is UNKNOWN:
+            continue
+        fixed = {k: references.plain_json(v) for k, v in fixed.items()}
+        if references.find(cell.model, cell.model_options, cell.size, cell.data_seed, fixed) is None:
+            command = references.build_command(cell.model, cell.model_options, cell.size, cell.data_seed, fixed)
+            problems.append(f"{cell.variant}: none stored; build it with `{command}`")
+    return list(dict.fromkeys(problems))
 
 
 # -- executors: each yields a CellOutcome per cell, in the order cells finish ---------------------------
@@ -211,7 +285,9 @@ class Recorder:
         if outcome.ok:
             self.store.write_idata(cell.id, outcome.idata)
         key = (cell.variant, cell.seed)
-        if cell.is_reference:
+        if cell.reference == STORED:  # compared against the stored reference: nothing to wait for
+            self._write(outcome)
+        elif cell.is_reference:
             self.references[key] = outcome.idata if outcome.ok else None
             self._write(outcome)
             for waiting in self.waiting.pop(key, []):
@@ -239,7 +315,7 @@ class Recorder:
         cell = outcome.cell
         key = (cell.variant, cell.seed)
         reference = outcome.idata if cell.is_reference else self._reference(key)
-        if not note and reference is None:
+        if not note and reference is None and cell.reference != STORED:
             note = "reference failed"
         try:
             row = make_row(outcome, reference, note, self.executor)

@@ -10,7 +10,8 @@ A suite file::
     size = { n = 50, d = 2 }           # keyword arguments of spec.simulate
     model_options = { }                # options of a model family, e.g. { num_modes = 3 } (see `zoo list`)
     data_seed = 0                      # the dataset every engine of this model sees
-    reference = "exact"                # label of the engine the others are compared against
+    reference = "exact"                # label of the engine the others are compared against, or "stored":
+                                       # the model's stored reference posterior (zoo/references/, `zoo reference`)
     options = { num_chains = 2 }       # options shared by every engine of this model (engines override)
 
       [[models.engines]]
@@ -36,6 +37,11 @@ SUITES_DIR = Path(__file__).resolve().parent / "suites"
 _SUITE_KEYS = {"description", "seeds", "models"}
 _MODEL_KEYS = {"name", "size", "model_options", "data_seed", "reference", "seeds", "options", "engines"}
 _ENGINE_KEYS = {"engine", "label", "options"}
+
+
+# ``reference = "stored"``: every engine of the model is compared against its stored reference posterior
+# (inference/results/references.py); ``zoo bench`` refuses the suite before running anything when one is missing.
+STORED = "stored"
 
 
 class SuiteError(ZooError):
@@ -253,7 +259,9 @@ def _model_cells(model: Any, default_seeds: list[int], where: str) -> list[Cell]
     entries = [_engine_entry(entry, f"{where}: engines[{j}]") for j, entry in enumerate(engines)]
     labels = [label for label, _, _ in entries]
     reference = model.get("reference", labels[0])
-    if reference not in labels:
+    if reference == STORED and STORED in labels:
+        raise SuiteError(f"{where}: an engine's label is {STORED!r}, which names the stored reference; rename it.")
+    if reference not in labels and reference != STORED:
         raise SuiteError(f"{where}: 'reference' is {reference!r}, which is not one of its engines {labels}.")
     return [
         Cell(name, label, engine, seed, {**shared, **options}, size, data_seed, reference, model_options)

@@ -5,6 +5,8 @@ b^2(n) = (chi2_n / n - 1)^2 / 2 and E[b^2(n)] = Var[x^2] / (n Var[x^2]) = 1 / n 
 0.01 at n = 100 in expectation. Tolerances: 5 Monte Carlo standard errors over the replicates (tests/monte_carlo.py).
 """
 
+import json
+
 import jax
 import numpy as np
 import pytest
@@ -98,3 +100,25 @@ def test_gym_metrics_of_an_engine_run_against_the_exact_reference():
     assert out["b2_pooled"].shape == (8000,) and out["b2_per_chain"].shape == (4, 8000)
     assert np.isfinite(out["grads_to_b2_pooled"]), out["b2_final_pooled"]
     assert 0 < out["ess_per_grad"] < 1
+    # the device-aware default was resolved before the run and recorded (docs/performance.md#device-defaults)
+    backend = idata.posterior.attrs["backend"]
+    expected = "sequential" if backend == "cpu" else "vectorized"
+    assert json.loads(idata.posterior.attrs["options"])["chain_method"] == expected
+
+
+def test_nuts_gradients_count_its_warmup_before_its_first_draw():
+    """NUTS records leapfrog steps per draw, not gradients so far: the warm-up's gradients (the run's total less the
+    sampling steps) come first, split over the chains, then one gradient per leapfrog step."""
+    from types import SimpleNamespace
+
+    steps = np.array([[3.0, 7.0, 1.0], [15.0, 3.0, 3.0]])
+    stats = {"n_steps": SimpleNamespace(values=steps)}
+    idata = SimpleNamespace(
+        posterior=SimpleNamespace(attrs={"num_grad_evals": 1032}, sizes={"chain": 2, "draw": 3}),
+        sample_stats=stats,
+        groups=lambda: ["posterior", "sample_stats"],
+    )
+    grads, source = gym_metrics.gradient_counts(idata)
+    assert source == "n_steps"
+    np.testing.assert_allclose(grads, [[503, 510, 511], [515, 518, 521]])  # warm-up 1000 / 2 chains first
+    assert grads[:, -1].sum() == 1032

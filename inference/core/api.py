@@ -256,6 +256,11 @@ def run(
 
     spec, data = resolve_model(model, data)
     chosen, opts = check_run(spec, engine, seed, options)
+    backend = jax.default_backend()
+    if "chain_method" in opts:  # device-aware default, recorded in the result's options
+        from inference.core.options import resolve_chain_method
+
+        opts["chain_method"] = resolve_chain_method(opts["chain_method"], backend)
     simulate_key, engine_key = jax.random.split(jax.random.key(int(seed)))
     dataset = spec.validate(spec.simulate(simulate_key) if data is None else data)
     fixed_params, at_defaults = {}, []
@@ -279,6 +284,7 @@ def run(
         "options": json.dumps(_jsonable(opts), sort_keys=True),
         "versions": json.dumps(package_versions(), sort_keys=True),
         "cpu_threads": threads,
+        "backend": backend,
         "wall_s": wall_s,
         "compile_s": timer.compile_s,
         "run_s": timer.run_s,

@@ -17,6 +17,7 @@ from typing import Any
 import blackjax
 import jax
 import jax.numpy as jnp
+from jax.flatten_util import ravel_pytree
 
 from inference.core import options as opt
 from inference.core.api import EngineOutput, register_engine
@@ -36,7 +37,16 @@ def sampler(model, num_chains: int, num_warmup: int, num_samples: int, static: t
     options = dict(static)
 
     def all_chains(key, z0, params, observed):
-        logdensity = common.logdensity(model, params, observed)
+        # Workaround: BlackJAX's ChEES adaptation treats every leaf of the position as (chains, dim) (its weighted
+        # means test finiteness over the last axis only), so a site with two or more dimensions (an SSM's states,
+        # (C, T, D)) fails to broadcast. The chains run on the flattened position vector instead.
+        _, unravel = ravel_pytree(jax.tree.map(lambda x: x[0], z0))
+        z0 = jax.vmap(lambda z: ravel_pytree(z)[0])(z0)
+        tree_logdensity = common.logdensity(model, params, observed)
+
+        def logdensity(x):
+            return tree_logdensity(unravel(x))
+
         warmup = blackjax.chees_adaptation(
             logdensity,
             num_chains,
@@ -69,7 +79,8 @@ def sampler(model, num_chains: int, num_warmup: int, num_samples: int, static: t
             return states, (states.position, stats)
 
         _, (positions, stats) = jax.lax.scan(one_step, states, jax.random.split(k_run, num_samples))
-        positions, stats = jax.tree.map(lambda x: jnp.swapaxes(x, 0, 1), (positions, stats))  # (C, S, ...)
+        positions, stats = jax.tree.map(lambda x: jnp.swapaxes(x, 0, 1), (positions, stats))  # (C, S, D)
+        positions = jax.vmap(jax.vmap(unravel))(positions)  # back to the sites, (C, S, ...)
         draws = jax.vmap(lambda z: common.constrained(model, params, observed, z))(positions)
         stats["step_size"] = jnp.full(stats["lp"].shape, parameters["step_size"])
         return draws, stats, warmup_steps

@@ -86,12 +86,7 @@ def tuning_stages(frac_tune3: float) -> dict[str, Option]:
 
 
 def chain_method() -> Option:
-    return Option(
-        "str",
-        "sequential",
-        "sequential: chains one after another in one program; vectorized: vmapped in lockstep (for GPUs)",
-        choices=("sequential", "vectorized"),
-    )
+    return opt.chain_method()
 
 
 def static_options(options: dict[str, Any], runner: set[str]) -> tuple:

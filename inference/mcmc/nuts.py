@@ -7,12 +7,13 @@ Per chain: one ``lax.scan`` whose first steps adapt the step size and mass matri
 is compiled once per (model, options, shapes) and reused across seeds and data of the same shapes (the start search
 included). Draws are mapped back to constrained values (deterministic sites included).
 
-Chains (``chain_method``, docs/performance.md#nuts): ``sequential`` (default) runs them one after another in that
-program (``lax.map``); ``vectorized`` vmaps them in lockstep. A NUTS tree's length varies from step to step and chain
-to chain, and under ``vmap`` every chain's ``while_loop`` runs until the longest tree is done (and a ``lax.cond`` in
-the model, such as the jitter retry of ``zoo.gp.cholesky_with_jitter``, computes both branches), so on a CPU the
-lockstep costs about twice the gradients' time; on a GPU, where the batched gradient is nearly free, it is the
-better choice.
+Chains (``chain_method``, docs/performance.md#nuts; the default ``auto`` is ``sequential`` on a CPU and
+``vectorized`` on an accelerator, docs/performance.md#device-defaults): ``sequential`` runs them one after another
+in that program (``lax.map``); ``vectorized`` vmaps them in lockstep. A NUTS tree's length varies from step to step
+and chain to chain, and under ``vmap`` every chain's ``while_loop`` runs until the longest tree is done (and a
+``lax.cond`` in the model, such as the jitter retry of ``zoo.gp.cholesky_with_jitter``, computes both branches), so
+on a CPU the lockstep costs about twice the gradients' time; on a GPU, where the batched gradient is nearly free, it
+is the better choice.
 """
 
 from typing import Any
@@ -39,12 +40,7 @@ COMMON_OPTIONS = {
     **opt.adaptive_mcmc(),
     "dense_mass": Option("bool", False, "adapt a dense mass matrix (else diagonal)"),
     "init_radius": Option("float", 2.0, "chains start uniform on (-r, r) in the unconstrained space", above=0.0),
-    "chain_method": Option(
-        "str",
-        "sequential",
-        "sequential: chains one after another in one program; vectorized: vmapped in lockstep (for GPUs)",
-        choices=("sequential", "vectorized"),
-    ),
+    "chain_method": opt.chain_method(),
 }
 # Options of the runner, not of BlackJAX's kernel or its adaptation.
 RUNNER_OPTIONS = {"num_chains", "num_warmup", "num_samples", "params", "init_radius", "chain_method"}

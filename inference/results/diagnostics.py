@@ -130,6 +130,22 @@ def component_diagnostics(idata: az.InferenceData) -> pd.DataFrame:
     return _diagnostics(idata)
 
 
+def array_diagnostics(draws: np.ndarray) -> dict[str, np.ndarray]:
+    """ArviZ's per-component numbers of raw draws (chain, draw, *shape), each of ``shape``: ``mcse_mean`` (the MCSE
+    of the mean, autocorrelation included), ``ess_bulk``, ``ess_tail`` and ``r_hat`` (rank-normalised split R-hat).
+    For quantities that are functions of the draws (x^2, (x^2 - E x^2)^2): the reference moments' MCSE
+    (inference/results/references.py)."""
+    dataset = az.convert_to_dataset({"x": np.asarray(draws, dtype=float)})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # constant components: NaN, as they are
+        return {
+            "mcse_mean": np.asarray(az.mcse(dataset, method="mean")["x"]),
+            "ess_bulk": np.asarray(az.ess(dataset, method="bulk")["x"]),
+            "ess_tail": np.asarray(az.ess(dataset, method="tail")["x"]),
+            "r_hat": np.asarray(az.rhat(dataset)["x"]),
+        }
+
+
 def pareto_k(log_weights: np.ndarray) -> float:
     """The Pareto shape k of PSIS-smoothed importance weights (Vehtari et al. 2024), for
     ``inference.results.health``."""
@@ -196,7 +212,8 @@ def compare(
     truth: Mapping[str, Any] | None = None,
 ) -> pd.DataFrame:
     """One row per engine: ESS (min bulk/tail, per second, per gradient), max R-hat, divergences, timings,
-    log evidence, and against ``reference`` (a key of ``results`` or an InferenceData) the largest error of
+    log evidence, and against ``reference`` (a key of ``results``, an InferenceData, or a stored reference's
+    ``StoredReference``, whose moments carry their own MCSE) the largest error of
     posterior means and sds in reference-sd units, each with its Monte Carlo standard error (the engine's and the
     reference's combined, at the component of the largest error: ``max_mean_err_mcse``, ``max_sd_err_mcse``) and the
     largest ratio of error to MCSE over components (``max_mean_err_z``, ``max_sd_err_z``; above 3 the error is more
@@ -204,8 +221,12 @@ def compare(
     for every variable the posterior shares with the truth.
     """
     ref = results[reference] if isinstance(reference, str) else reference
-    ref_moments = posterior_moments(ref) if ref is not None else {}
-    ref_mcse = posterior_mcse(ref) if ref is not None else {}
+    if ref is None:
+        ref_moments, ref_mcse = {}, {}
+    elif hasattr(ref, "moments_and_mcse"):  # a stored reference (inference/results/references.py)
+        ref_moments, ref_mcse = ref.moments_and_mcse()
+    else:
+        ref_moments, ref_mcse = posterior_moments(ref), posterior_mcse(ref)
     rows = {}
     for name, idata in results.items():
         row = engine_stats(idata)

@@ -13,8 +13,9 @@ lockstep run of C chains knows after n steps), against the gradients all chains 
 ``gradients_to_threshold``: the gradient count from which b^2 stays below the threshold to the end of the run.
 
 Gradients per draw come from the engine's ``grad_evals`` sample statistic (its chain's gradients up to and including
-that draw, warm-up included; the gym's engines record it). For an engine without it, the run's total
-``num_grad_evals`` is spread evenly over the draws (warm-up amortised), and the result says so (``grads_source``).
+that draw, warm-up included; the gym's engines record it); for NUTS and HMC from their ``n_steps`` (leapfrog steps,
+one gradient each) after the warm-up's gradients split evenly over the chains; for any other engine the run's total
+``num_grad_evals`` is spread evenly over the draws (warm-up amortised). The result says which (``grads_source``).
 
 References: exact where the model has a conjugate view (``exact_reference``), else a ``Reference`` the caller
 holds; a model with neither is refused (``NoReferenceError``) before anything is computed.
@@ -31,6 +32,18 @@ from zoo.errors import ZooError
 
 if TYPE_CHECKING:
     from arviz import InferenceData
+
+
+__all__ = [
+    "NoReferenceError",
+    "Reference",
+    "exact_moments",
+    "exact_reference",
+    "gradient_counts",
+    "gradients_to_threshold",
+    "gym_metrics",
+    "second_moment_bias",
+]
 
 
 class NoReferenceError(ZooError):
@@ -52,9 +65,9 @@ class Reference:
         return cls(second, var)
 
 
-def exact_reference(spec, dataset, params) -> Reference:
-    """The exact posterior moments of a model with a conjugate view at ``params`` (e.g. ``blr``,
-    ``gp/regression-latent``); NoReferenceError for any other model."""
+def exact_moments(spec, dataset, params) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """({site: mean}, {site: sd}) of the exact posterior of a model with a conjugate view at ``params`` (e.g.
+    ``blr``, ``gp/regression-latent``); NoReferenceError for any other model."""
     if "conjugate" not in spec.capabilities:
         raise NoReferenceError(
             f"model {spec.name!r} has no reference for b^2: it needs the true E[x^2] and Var[x^2] of every latent "
@@ -72,7 +85,12 @@ def exact_reference(spec, dataset, params) -> Reference:
     zero = post.to_sites(jnp.zeros_like(post.mean))
     means, cols = post.to_sites(post.mean), jax.vmap(post.to_sites)(jnp.linalg.cholesky(post.cov).T)
     sds = {k: np.sqrt(np.asarray(jnp.sum((cols[k] - zero[k]) ** 2, axis=0))) for k in means}
-    return Reference.gaussian({k: np.asarray(v) for k, v in means.items()}, sds)
+    return {k: np.asarray(v) for k, v in means.items()}, sds
+
+
+def exact_reference(spec, dataset, params) -> Reference:
+    """The b^2 reference of a model with a conjugate view at ``params``; NoReferenceError for any other model."""
+    return Reference.gaussian(*exact_moments(spec, dataset, params))
 
 
 def _stacked(idata: "InferenceData", reference: Reference) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -124,6 +142,12 @@ def gradient_counts(idata: "InferenceData") -> tuple[np.ndarray, str]:
     if total <= 0:
         raise ValueError(f"engine {post.attrs.get('engine', '?')} recorded no gradient evaluations")
     chains, draws = post.sizes["chain"], post.sizes["draw"]
+    if "sample_stats" in idata.groups() and "n_steps" in idata.sample_stats:
+        # HMC/NUTS: one gradient per leapfrog step of each draw; the warm-up's gradients (the rest of the run's
+        # total) come first, split evenly over the chains, so the count is not flattered by amortising them.
+        steps = np.asarray(idata.sample_stats["n_steps"].values, dtype=float)
+        warmup = max(total - steps.sum(), 0.0) / chains
+        return warmup + np.cumsum(steps, axis=1), "n_steps"
     per_draw = total / (chains * draws)
     return np.broadcast_to(per_draw * np.arange(1, draws + 1), (chains, draws)).astype(float), "amortised"
 

@@ -1,0 +1,200 @@
+"""Building reference posteriors (``zoo reference``; the format: inference/results/references.py,
+docs/gym.md#references).
+
+- ``exact``: models with a conjugate view (``blr``, ``gp/regression-latent``): the Gaussian posterior's moments in
+  closed form (``gym_metrics.exact_moments``); MCSE 0.
+- ``kalman``: linear-Gaussian state-space models (``lgssm``): the RTS smoother's marginal means and variances, from
+  the ``kalman`` engine's point estimates; MCSE 0.
+- ``nuts``: any other model with a continuous latent space: a long NUTS run (posteriordb's default: 10 chains,
+  10 000 warm-up and 10 000 sampling iterations each, thinned by 10 to 1000 draws per chain), certified by
+  posteriordb's criteria (``references.certify``); a run that fails a check is not stored (``NotCertifiedError``).
+
+Any other engine, or an engine that does not fit the model (``exact`` on a non-conjugate model, a model without a
+continuous latent space for ``nuts``), is refused before anything runs.
+"""
+
+import sys
+import time
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+
+from inference.results import references as refs
+from zoo.errors import OptionError, ZooError
+
+__all__ = ["DEFAULTS", "REFERENCE_ENGINES", "NotCertifiedError", "build", "choose_engine"]
+
+REFERENCE_ENGINES = ("exact", "kalman", "nuts")
+# posteriordb's Stan defaults (doc/REFERENCE_POSTERIOR_DEFINITION.md): 10 chains, thinning 10, 20 000 iterations of
+# which 10 000 warm-up; seed 4711 as in its reference-posterior info files.
+DEFAULTS = {"chains": 10, "draws": 1000, "thin": 10, "warmup": 10_000, "seed": 4711}
+
+
+class NotCertifiedError(ZooError):
+    """A long run that failed posteriordb's criteria: not a reference."""
+
+
+def choose_engine(spec, engine: str | None = None) -> str:
+    """The engine that makes ``spec``'s reference: ``engine`` when given and able to, else exact > kalman > nuts.
+    Raises OptionError (before anything runs) for an engine that cannot make a reference of this model."""
+    able = {
+        "exact": "conjugate" in spec.capabilities,
+        "kalman": {"state_space", "linear_gaussian"} <= set(spec.capabilities),
+        "nuts": "continuous" in spec.capabilities,
+    }
+    if engine is None:
+        for name in REFERENCE_ENGINES:
+            if able[name]:
+                return name
+        raise OptionError(
+            f"model {spec.name!r} has no engine that can make a reference: no closed form (conjugate or Kalman) and no "
+            "continuous latent space for a certified NUTS run (its latents are discrete or it has no density)"
+        )
+    if engine not in REFERENCE_ENGINES:
+        raise OptionError(
+            f"engine {engine!r} cannot make a reference: only {', '.join(REFERENCE_ENGINES)} do (exact answers, or "
+            "NUTS certified by posteriordb's criteria); an approximate or unadjusted engine would make the truth "
+            "biased"
+        )
+    if not able[engine]:
+        need = {
+            "exact": "a conjugate view",
+            "kalman": "a linear-Gaussian state-space view",
+            "nuts": "a continuous latent space",
+        }
+        raise OptionError(f"engine {engine!r} cannot make a reference of {spec.name!r}: it needs {need[engine]}")
+    return engine
+
+
+def build(
+    model: str,
+    model_options: Mapping[str, Any] | None = None,
+    size: Mapping[str, Any] | None = None,
+    data_seed: int = 0,
+    params: Mapping[str, Any] | None = None,
+    engine: str | None = None,
+    chains: int = DEFAULTS["chains"],
+    draws: int = DEFAULTS["draws"],
+    thin: int = DEFAULTS["thin"],
+    warmup: int = DEFAULTS["warmup"],
+    seed: int = DEFAULTS["seed"],
+    engine_options: Mapping[str, Any] | None = None,
+    log=lambda line: print(line, file=sys.stderr, flush=True),
+) -> refs.StoredReference:
+    """The reference of ``model`` (with ``model_options``) on data simulated with ``size`` and ``data_seed``, with
+    ``params`` held fixed (None: every parameter sampled, except for exact engines, which fix the model's defaults).
+    ``draws`` per chain after thinning by ``thin``. Raises NotCertifiedError for a run that fails the checks."""
+    import jax
+
+    import inference
+    import zoo
+
+    model_options, size, params = dict(model_options or {}), dict(size or {}), params
+    spec = zoo.get(model, **model_options)
+    engine = choose_engine(spec, engine)
+    for name, value, low in (("chains", chains, 1), ("draws", draws, 1), ("thin", thin, 1), ("warmup", warmup, 1)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise OptionError(f"{name} must be an integer >= {low}, got {value!r}")
+    dataset = spec.simulate(jax.random.key(data_seed), **size)
+    common = {"params": dict(params)} if params is not None else {}
+    started = time.perf_counter()
+    if engine == "exact":
+        from inference.results.gym_metrics import exact_moments
+
+        idata = inference.run(spec, dataset, engine="exact", seed=seed, num_samples=2, **common)
+        fixed = _fixed(idata)
+        quantities = refs.from_gaussian(*exact_moments(spec, dataset, fixed))
+        provenance = {"method": "exact: the conjugate Gaussian posterior in closed form"}
+    elif engine == "kalman":
+        idata = inference.run(spec, dataset, engine="kalman", seed=seed, num_samples=2, **common)
+        fixed = _fixed(idata)
+        estimates = idata.point_estimates
+        mean = np.asarray(estimates["states_mean"].values[0])
+        sd = np.sqrt(np.diagonal(np.asarray(estimates["states_cov"].values[0]), axis1=-2, axis2=-1))
+        quantities = refs.from_gaussian({"states": mean}, {"states": sd})
+        provenance = {"method": "exact: Kalman filter and RTS smoother marginals"}
+    else:
+        options = {
+            **dict(engine_options or {}),
+            "num_chains": chains,
+            "num_warmup": warmup,
+            "num_samples": draws * thin,
+        }
+        log(f"zoo reference: nuts on {spec.name}, {chains} chains x {warmup} + {draws * thin} iterations, thin {thin}")
+        idata = inference.run(spec, dataset, engine="nuts", seed=seed, **options, **common)
+        fixed = _fixed(idata)
+        post = {
+            name: np.asarray(idata.posterior[name].values)[:, thin - 1 :: thin] for name in idata.posterior.data_vars
+        }
+        stats = idata.sample_stats
+        from inference.results.health import bfmi
+
+        checks, diag = refs.certify(
+            post,
+            divergences=int(np.asarray(stats["diverging"]).sum()),
+            efmi=bfmi(np.asarray(stats["energy"])[:, thin - 1 :: thin]),
+            iterations=chains * draws * thin,
+        )
+        failed = [name for name, ok in checks.items() if not ok]
+        if failed:
+            raise NotCertifiedError(
+                f"the NUTS run on {spec.name} fails posteriordb's criteria {failed} ({_short(diag)}): not stored; "
+                "run longer (--warmup, --draws, --thin) or choose another parameterisation"
+            )
+        quantities = refs.from_draws(post)
+        provenance = {
+            "method": "certified: long NUTS run meeting posteriordb's reference-posterior criteria",
+            "engine_options": options,
+            "diagnostics": diag,
+            "checks_made": checks,
+        }
+    from inference.core.api import package_versions
+
+    provenance.update(
+        {
+            "command": refs.build_command(model, model_options, size, data_seed, fixed)
+            + (f" --engine {engine}" if engine == "nuts" else "")
+            + _counts_flags(engine, chains=chains, draws=draws, thin=thin, warmup=warmup, seed=seed),
+            "engine": engine,
+            "chains": chains if engine == "nuts" else None,
+            "draws_per_chain": draws if engine == "nuts" else None,
+            "thin": thin if engine == "nuts" else None,
+            "warmup": warmup if engine == "nuts" else None,
+            "seed": seed,
+            "date": datetime.now(UTC).isoformat(timespec="seconds"),
+            "versions": package_versions(),
+            "wall_s": round(time.perf_counter() - started, 1),
+        }
+    )
+    return refs.StoredReference(
+        model=model,
+        model_options=refs.canonical_model_options(model, model_options),
+        size=size,
+        data_seed=int(data_seed),
+        params=fixed,
+        data_sha256=refs.data_digest(dataset.observed),
+        kind="exact" if engine in ("exact", "kalman") else "certified",
+        quantities=quantities,
+        provenance=provenance,
+    )
+
+
+def _counts_flags(engine: str, **counts: int) -> str:
+    """The ``zoo reference`` flags of the counts that differ from DEFAULTS (so the command regenerates this run)."""
+    if engine != "nuts":
+        return ""
+    return "".join(f" --{name} {value}" for name, value in counts.items() if value != DEFAULTS[name])
+
+
+def _fixed(idata) -> dict[str, Any]:
+    """The parameters the run held fixed, as plain JSON data (``fixed_params`` of its attributes)."""
+    import json
+
+    return json.loads(idata.posterior.attrs.get("fixed_params", "{}"))
+
+
+def _short(diag: Mapping[str, Any]) -> str:
+    keys = ("max_r_hat", "min_ess_bulk", "min_ess_tail", "divergent_transitions", "min_efmi")
+    return ", ".join(f"{k} {diag[k]:.4g}" if isinstance(diag[k], float) else f"{k} {diag[k]}" for k in keys)
