@@ -231,9 +231,8 @@ def cmd_reference(args) -> int:
     size = _key_values(args.size, "--size")
     params = _key_values(args.params, "--params") or None
     if args.export:
-        from inference.applications.posteriordb import export
-
         import zoo
+        from inference.applications.posteriordb import export
 
         zoo.get(args.model, **model_options)  # unknown names and options fail here
         ref = refs.require(args.model, model_options, size, args.data_seed, params or {}, args.out)
