@@ -16,10 +16,10 @@ Assumed defaults (Franzese's lecture notes print no data for any of these; docs/
   period 8; Lin + Per on y = 0.3 x + sin x + N(0, 0.2^2), 60 points on [0, 15], extrapolated to [15, 25].
 - Fig 8.1: the companion notebook's sin(2 pi t) + N(0, 0.3^2) on [0, 1] (full: 2000 points, the notebook's 500 000
   thinned; quick: 300), m = 5 inducing inputs initialised at a random subset, the hyperparameters by maximising
-  the VFE bound at that Z (``ml2`` on ``gp/vfe``); then Z and the hyperparameters jointly, as Franzese's sec. 8.1 does, by
-  ``svi`` on ``gp/svgp`` with the model's guide (full batch, Adam lr 0.01, quick 500 / full 3000 steps; point-mass
-  hyperparameters under the model's weak priors, so MAP), started at the fixed-Z fit and its optimal q(u);
-  prediction eqs. 8.7-8.8 (DTC) at the learnt Z.
+  the VFE bound at that Z (``ml2`` on ``gp/vfe``); then Z and the hyperparameters jointly, as Franzese's sec. 8.1
+  does, by ``svi`` on ``gp/svgp`` with the model's guide (full batch, Adam lr 0.01, quick 500 / full 3000 steps;
+  point-mass hyperparameters under the model's weak priors, so MAP), started at the fixed-Z fit and its optimal
+  q(u); prediction eqs. 8.7-8.8 (DTC) at the learnt Z.
 """
 
 import time

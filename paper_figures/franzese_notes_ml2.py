@@ -2,17 +2,19 @@
 shared noise and variance): the type-II ML figures of chs 6 and 9.
 
 Assumed defaults (Franzese's lecture notes print no data for these; docs/sources/franzese.md#notes-ml2):
-- Figs 6.2/6.3, as Franzese's lecture notes state them: ML-II of the SE GP (``ml2`` on ``gp/regression``, L-BFGS) from 20 random
-  starts per data set, N = 20 against N = 40 points of the companion's y = sin(2 pi 0.1 x) + N(0, 0.3^2), x ~ U[0, 40].
-  The starts are the model's defaults (1 for lengthscale and variance, e^-2 for the noise) times exp(N(0, 4^2)) per
-  site (``init_radius`` 4: about +-3 decades, the regime of sklearn's log-uniform restarts over 1e-5..1e5 in the
-  author's companion code); chain 0, the unjittered start, is left out, so the 20 are random. Each restart's optimum
-  is "noise" (Franzese's rigid fit that explains everything as noise) if its noise variance is above 0.7 Var(y),
-  else "signal"; the RMSE of the best restart's mean against sin(2 pi 0.1 x) is reported beside. Several data sets
-  per N (quick 2, full 20), one shown per N as in Franzese's figures. The full run adds a diagnosis: the same at spread 1.
+- Figs 6.2/6.3, as Franzese's lecture notes state them: ML-II of the SE GP (``ml2`` on ``gp/regression``, L-BFGS)
+  from 20 random starts per data set, N = 20 against N = 40 points of the companion's y = sin(2 pi 0.1 x) +
+  N(0, 0.3^2), x ~ U[0, 40]. The starts are the model's defaults (1 for lengthscale and variance, e^-2 for the noise)
+  times exp(N(0, 4^2)) per site (``init_radius`` 4: about +-3 decades, the regime of sklearn's log-uniform restarts
+  over 1e-5..1e5 in the author's companion code); chain 0, the unjittered start, is left out, so the 20 are random.
+  Each restart's optimum is "noise" (Franzese's rigid fit that explains everything as noise) if its noise variance
+  is above 0.7 Var(y), else "signal"; the RMSE of the best restart's mean against sin(2 pi 0.1 x) is reported
+  beside. Several data sets per N (quick 2, full 20), one shown per N as in Franzese's figures. The full run adds a
+  diagnosis: the same at spread 1.
 - Fig 6.4: the function is not given. Ours: f(x, y) = sin(x / 4) + sin(y), 200 points uniform on [-5, 5]^2, noise
-  N(0, 0.1^2) (a guess from docs/sources/franzese.md#notes-ml2, chosen to give the printed ratio l_x / l_y ~ 4); SE-ARD by ML-II (4 starts).
-  A third input column, uniform noise that f ignores, checks that ARD switches an irrelevant input off.
+  N(0, 0.1^2) (a guess from docs/sources/franzese.md#notes-ml2, chosen to give the printed ratio l_x / l_y ~ 4);
+  SE-ARD by ML-II (4 starts). A third input column, uniform noise that f ignores, checks that ARD switches an
+  irrelevant input off.
 - Fig 9.1: x = 100 points on [0, 10]; (a) cos x + N(0, 0.5^2) (very noisy), (b) 5 sin x + N(0, 0.1^2) (oscillates
   between -5 and 5, less noisy); ``gp/multioutput-tied`` (shared SE lengthscale) fitted by ML-II with shared noise
   and signal variance (Franzese's figure) and unshared (the advice of ch. 9); predictions on [-10, 20].
@@ -51,8 +53,8 @@ def noisy_sine(seed: int, n: int):
 
 
 def classify(kernel, noise, X, y, grid) -> tuple[str, float]:
-    """("noise" | "signal", RMSE of the posterior mean against f on the grid) of one ML-II optimum: "noise" is Fig. 6.2's
-    rigid fit that explains the data as noise (noise variance above 0.7 Var(y))."""
+    """("noise" | "signal", RMSE of the posterior mean against f on the grid) of one ML-II optimum: "noise" is
+    Fig. 6.2's rigid fit that explains the data as noise (noise variance above 0.7 Var(y))."""
     mean = np.asarray(gp.predict(kernel, X, y, noise, grid, full_cov=False).mean)
     rmse = float(np.sqrt(np.mean((mean - np.sin(2 * np.pi * 0.1 * grid[:, 0])) ** 2)))
     return ("noise" if float(noise) > NOISE_MODE * np.var(y) else "signal"), rmse
