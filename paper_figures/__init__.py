@@ -43,6 +43,7 @@ SCRIPTS: list[str] = [
     "duvenaud_abcd_extrapolation",
     "duvenaud_deep_priors",
     "duvenaud_iwmm",
+    "duvenaud_iwmm_draws",
     "duvenaud_additive_kernels",
     "duvenaud_additive_tables",
     "duvenaud_abcd_synthetic",
