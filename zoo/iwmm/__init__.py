@@ -10,7 +10,7 @@ from functools import partial
 import jax
 import numpy as np
 
-from zoo.iwmm import data, gplvm, metrics, niw
+from zoo.iwmm import data, gplvm, metrics, niw, prior
 from zoo.iwmm.config import OPTIONS
 from zoo.iwmm.program import IwmmView, iwmm_program
 from zoo.registry import Dataset, ModelSpec, frozen, register_family
@@ -55,4 +55,4 @@ def _iwmm(**options) -> ModelSpec:
     )
 
 
-__all__ = ["IwmmView", "data", "gplvm", "iwmm_program", "metrics", "niw", "simulate_two_curve"]
+__all__ = ["IwmmView", "data", "gplvm", "iwmm_program", "metrics", "niw", "prior", "simulate_two_curve"]
