@@ -12,6 +12,7 @@
 """
 
 import collections
+import dataclasses
 import math
 
 import jax
@@ -23,8 +24,10 @@ import zoo
 from inference.applications.structure_search import search
 from inference.applications.structure_search.result import Standardisation
 from inference.applications.structure_search.smc import smc_search
+from inference.applications.structure_search.smc_program import ParticleProgram
 from inference.applications.structure_search.structure_moves import grow_or_prune, replace
 from inference.applications.structure_search.tree_prior import TreePrior
+from zoo import gp
 from zoo.errors import OptionError
 from zoo.kernels import parse, with_values
 
@@ -37,7 +40,7 @@ def test_structure_moves_leave_the_tree_prior_invariant():
         exact[str(t)] += math.exp(prior.log_probability(t))
     total = sum(exact.values())
     rng = np.random.default_rng(0)
-    tree, batches, per_batch = prior.draw(rng), 25, 800
+    tree, batches, per_batch = prior.draw(rng), 20, 500
     counts = np.zeros((batches, len(exact)))
     index = {name: i for i, name in enumerate(exact)}
     for b in range(batches):
@@ -157,3 +160,33 @@ def test_zoo_search_strategy_smc_writes_the_posterior(tmp_path):
     assert len(written["particles"]) == 8 and len(written["steps"]) == 2
     assert np.isfinite(written["log_evidence"])
     jax.clear_caches()
+
+
+def test_the_masked_likelihood_is_the_likelihood_of_the_observed_prefix():
+    """smc_program's batched log likelihood of P structures (one program, the prefix as a mask) against
+    ``zoo.gp.log_marginal_likelihood`` of each kernel on the prefix alone, to rounding."""
+    prior = TreePrior(base=("SE", "Per", "Lin"), operators=("+", "x"), max_depth=2)
+    rng = np.random.default_rng(3)
+    trees = [_drawn(parse(e), rng, prior) for e in ("SE", "Lin + Per", "(SE + Per) x Lin")]
+    noises = np.array([0.1, 0.05, 0.2])
+    x = np.linspace(-1.5, 1.5, 17)[:, None]
+    y = np.sin(3 * x[:, 0])
+    target = ParticleProgram(prior.capacity, x, y)
+    packed = target.pack(trees, noises)
+    for n_obs in (5, 17):
+        mask = np.arange(17) < n_obs
+        got = target.log_likelihoods(packed, mask)
+        want = [
+            float(gp.log_marginal_likelihood(t, x[:n_obs], y[:n_obs], v)) for t, v in zip(trees, noises, strict=True)
+        ]
+        np.testing.assert_allclose(got, want, rtol=1e-10)
+    back, back_noises = target.unpack(trees, packed["z"])  # constrained -> unconstrained -> constrained
+    np.testing.assert_allclose(back_noises, noises, rtol=1e-12)
+    assert [str(t) for t in back] == [str(t) for t in trees]
+
+
+def _drawn(tree, rng, prior):
+    """``tree`` with its base kernels redrawn from the prior (hyperparameters away from the defaults)."""
+    if not tree.CHILDREN:
+        return prior.leaf(tree.SYMBOL, rng)
+    return dataclasses.replace(tree, **{c: _drawn(getattr(tree, c), rng, prior) for c in tree.CHILDREN})

@@ -153,9 +153,10 @@ def smc_search(
         n_t = math.ceil(t * n / opts["steps"])
         mask = np.arange(n) < n_t
         new = _finite(target.log_likelihoods(target.pack(trees, noises), mask))
-        increment = float(logsumexp(log_w + new - log_lik))
+        gain = np.where(np.isfinite(log_lik), new - log_lik, -np.inf)  # a particle at -inf stays at weight 0
+        increment = float(logsumexp(log_w + gain))
         log_z += increment
-        log_w = log_w + new - log_lik - increment
+        log_w = log_w + gain - increment
         log_lik = new
         ess = float(1.0 / np.sum(np.exp(2 * log_w)))
         resampled = ess < opts["ess_threshold"] * P
