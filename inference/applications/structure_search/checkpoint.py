@@ -51,17 +51,13 @@ def resumable(
 
     def run(jobs: list) -> Iterable:
         keys = [_unit_key(search, job) for job in jobs]
-        todo = []
-        loaded = 0
-        for i, key in enumerate(keys):
-            found = load_cached(folder, LABEL, key) if resume else None
-            if found is None:
-                todo.append(i)
-            else:
-                loaded += 1
-                yield i, found[0]
-        if loaded:
-            say(f"resumed {loaded} of {len(jobs)} candidates from {folder}")
+        found = [load_cached(folder, LABEL, key) if resume else None for key in keys]
+        todo = [i for i, f in enumerate(found) if f is None]
+        if len(todo) < len(jobs):  # said first: the progress lines of loaded candidates show their earlier times
+            say(f"resumed {len(jobs) - len(todo)} of {len(jobs)} candidates from {folder} (times as first fitted)")
+        for i, f in enumerate(found):
+            if f is not None:
+                yield i, f[0]
         for j, entry in fit_all([jobs[i] for i in todo]):
             i = todo[j]
             atomic_write_bytes(cache_path(folder, LABEL, keys[i]), pickle.dumps((entry, entry.wall_s)))
