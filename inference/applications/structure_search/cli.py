@@ -1,6 +1,8 @@
 """``zoo search DATA.csv --map X=year --map y=value --depth D --score bic``: a structure search on a data file, its
 trace written as JSON (atomically) and a progress line per candidate on stderr; ``--report DIR`` also writes the App. D
-report of the best kernel (``inference.applications.structure_report``, one input column)."""
+report of the best kernel (``inference.applications.structure_report``, one input column). ``--strategy smc`` runs SMC
+over structures instead (``smc.py``) and writes its posterior; the greedy search keeps its fitted candidates in
+``OUT.parts/`` as it goes, and ``--resume`` loads them instead of fitting them again (``checkpoint.py``)."""
 
 import argparse
 from pathlib import Path
