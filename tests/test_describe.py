@@ -248,3 +248,20 @@ def test_rescaled_kernels_are_the_same_covariance():
     np.testing.assert_allclose(gram(moved, x, x[::2]), gram(kernel, x_std, x_std[::2]), atol=1e-12)
     scaled = scale_output(moved, 9.0)
     np.testing.assert_allclose(training_gram(scaled, x), 9.0 * training_gram(moved, x), rtol=1e-10, atol=1e-12)
+
+
+def test_a_period_is_described_by_the_cycle_the_fitted_function_repeats():
+    """Issue 43: on Mauna Loa, (C + Per) x SE was fitted with a period of 6.0 years and a Per lengthscale of 0.21
+    (many harmonics of similar prior weight), its 6th harmonic carrying the annual cycle, and the report said "a
+    period of 6.0 years" of a component plotted as the annual cycle. The description now reads the component's
+    posterior mean: an annual cycle under a 6-year kernel period is "1.0 years" (the kernel's period named in the
+    paragraph); a genuine 6-year cycle under the same kernel stays "6.0 years"; a 1-year kernel stays 1 year."""
+    x = np.arange(1960.0, 1990.0, 1.0 / 12.0)[:, None]
+    annual = np.sin(2 * np.pi * x[:, 0]) + 0.4 * np.cos(4 * np.pi * x[:, 0])
+    sexennial = np.sin(2 * np.pi * x[:, 0] / 6.0)
+    cases = [(6.0, annual, "1.0 years"), (6.0, sexennial, "6.0 years"), (1.0, annual, "1.0 years")]
+    for period, y, words in cases:
+        kernel = Per(period=period, lengthscale=0.25 if period > 1 else 1.0, variance=1.0)
+        text = d.describe(kernel, x, y=y, noise=0.01)[0]
+        assert text.short == f"A periodic function with a period of {words}.", (period, text.short)
+        assert ("kernel's period is 6.0 years, 6 of these" in text.long) == (period == 6.0 and words == "1.0 years")

@@ -400,3 +400,40 @@ def test_the_score_convention_is_printed_once_and_ctrl_c_stops_after_the_running
     assert result.interrupted and [f.expression for f in result.trace] == ["C"] and result.best.expression == "C"
     assert any("interrupted after 1 of 2 candidates" in line for line in seen)
     assert result.to_json()["interrupted"] is True
+
+
+def test_resume_loads_the_fitted_candidates_and_fits_only_the_rest(linear_search, monkeypatch, tmp_path):
+    """``checkpoint`` keeps every fitted candidate as it is fitted; a resumed search loads them (no fit at all when
+    every one finished), refits only a candidate whose unit is gone, and ends with the same trace. The search of
+    ``linear_search`` (its compiled programs serve)."""
+    search_module = importlib.import_module("inference.applications.structure_search.search")
+    rng = np.random.default_rng(4)
+    x = np.linspace(1990, 2000, 30)
+    y = 5 + 0.7 * (x - 1990) + 0.3 * rng.normal(size=30)
+    options = dict(depth=1, base=("C", "Lin"), restarts=2, num_steps=100)
+    first = search(x, y, checkpoint=tmp_path, progress=lambda _: None, **options)
+    assert [f.log_likelihood for f in first.trace] == [f.log_likelihood for f in linear_search[0].trace]
+    units = sorted(tmp_path.glob("candidate-*.pkl"))
+    assert len(units) == len(first.trace) == 2
+    assert json.loads((tmp_path / "trace.json").read_text())["best"] == first.best.expression
+
+    fitted = []
+    original = search_module._evaluate
+
+    def counting(*job):
+        fitted.append(job[0].key)
+        return original(*job)
+
+    monkeypatch.setattr(search_module, "_evaluate", counting)
+    lines = []
+    again = search(x, y, checkpoint=tmp_path, resume=True, progress=lines.append, **options)
+    assert fitted == [] and any("resumed 2 of 2 candidates" in line for line in lines)
+    assert [(f.expression, f.log_likelihood) for f in again.trace] == [
+        (f.expression, f.log_likelihood) for f in first.trace
+    ]
+    units[0].unlink()
+    third = search(x, y, checkpoint=tmp_path, resume=True, progress=lambda _: None, **options)
+    assert len(fitted) == 1
+    assert [f.expression for f in third.trace] == [f.expression for f in first.trace]
+    changed = search(x, y, checkpoint=tmp_path, resume=True, progress=lambda _: None, **{**options, "num_steps": 99})
+    assert len(fitted) == 1 + len(changed.trace)  # other options: nothing of the old run is reused

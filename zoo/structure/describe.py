@@ -67,6 +67,12 @@ VERY_SMOOTH_SPANS = 1.0
 # weights are I_n(a), so the ratio is I_2(a) / I_1(a) (~ a / 4 for small a). Our default
 # (docs/sources/duvenaud.md#description).
 SINUSOID_HARMONIC_RATIO = 0.05
+# A periodic component is described by period p / k when its posterior mean's power at the harmonics k, 2k, 3k, ...
+# of the kernel's period p is at least this share of its power at all harmonics (``_dominant_harmonic``): a Per
+# fitted with period 6 years and a short lengthscale (many harmonics of similar prior weight) that carries an annual
+# cycle in its 6th harmonic repeats every year, and is described so (issue 43: Mauna Loa's (C + Per) x SE).
+HARMONIC_SHARE = 0.8
+MAX_HARMONICS = 24
 # How locations are rounded: to the decimal place of the sampling interval (annual data: whole years, "1644").
 # Durations in years are printed in the largest unit in which they read at least MIN_COUNT (one decimal):
 # calibrated to the thesis's printed values "1.0 years", "1.2 years", "3.1 months", "6.0 weeks" (Figs. 4.6-4.7, App. D).
@@ -211,6 +217,7 @@ class Context:
     spacing: float  # median distance between consecutive sorted inputs
     unit: str = "years"
     slope_sign: int = 0
+    harmonic: int = 1  # of a periodic component's kernel period that its posterior mean repeats with (1: the period)
 
     @classmethod
     def from_inputs(cls, X: Array, unit: str = "years", slope_sign: int = 0) -> "Context":
@@ -287,16 +294,49 @@ def describe(
     base = Context.from_inputs(X, unit)
     X = np.asarray(X, float).reshape(len(X), -1)
     if means is None and y is not None and noise is not None:
-        heads = tuple(term.kernel() for term in parts if _linear_head(simplify(term)))
+        heads = tuple(term.kernel() for term in parts if _reads_mean(simplify(term)))
         found = iter(np.asarray(_means_at_data(kernel, heads, X, np.asarray(y, float), noise)) if heads else ())
-        means = [next(found) if _linear_head(simplify(term)) else None for term in parts]
+        means = [next(found) if _reads_mean(simplify(term)) else None for term in parts]
     out = []
     for j, term in enumerate(parts):
-        context = base
-        if means is not None and means[j] is not None and _linear_head(simplify(term)):
+        context, s = base, simplify(term)
+        if means is not None and means[j] is not None and _linear_head(s):
             context = dataclasses.replace(base, slope_sign=_slope_sign(X[:, 0], np.asarray(means[j])))
+        elif means is not None and means[j] is not None and s.periodic and not s.noise:
+            period = _scalar(s.periodic[0].period)
+            context = dataclasses.replace(base, harmonic=_dominant_harmonic(X[:, 0], np.asarray(means[j]), period))
         out.append(describe_term(term, context))
     return out
+
+
+def _reads_mean(s: "Simplified") -> bool:
+    """Whether the words of a component depend on its posterior mean: a Lin head's slope, a periodic head's
+    dominant harmonic."""
+    return _linear_head(s) or (bool(s.periodic) and not s.noise)
+
+
+def _dominant_harmonic(x: np.ndarray, mean: np.ndarray, period: float) -> int:
+    """The k >= 1 such that the harmonics k, 2k, 3k, ... of ``period`` hold at least ``HARMONIC_SHARE`` of the power
+    of ``mean`` (n,) at inputs x (n,) over harmonics 1..K (least squares on cos and sin of 2 pi j x / period, K up to
+    the Nyquist frequency of the median spacing, at most ``MAX_HARMONICS``); the largest such k, 1 when none.
+    The component then repeats every period / k."""
+    steps = np.diff(np.sort(x))
+    spacing = float(np.median(steps[steps > 0])) if np.any(steps > 0) else 0.0
+    K = min(MAX_HARMONICS, int(period / (2.0 * spacing))) if spacing > 0 else 0
+    if K < 2:
+        return 1
+    j = np.arange(1, K + 1)
+    phase = 2.0 * np.pi * np.outer(x, j) / period
+    design = np.column_stack([np.ones_like(x), np.cos(phase), np.sin(phase)])
+    coef = np.linalg.lstsq(design, mean, rcond=None)[0]
+    power = coef[1 : K + 1] ** 2 + coef[K + 1 :] ** 2
+    total = power.sum()
+    if not total > 0:
+        return 1
+    for k in range(K, 1, -1):
+        if power[k - 1 :: k].sum() >= HARMONIC_SHARE * total:
+            return k
+    return 1
 
 
 @jax.jit
@@ -357,7 +397,7 @@ def _smooth(s: Simplified, c: Context) -> tuple[str, list[str]]:
 
 def _periodic(s: Simplified, c: Context) -> tuple[str, list[str]]:
     head, *more = s.periodic
-    period = c.duration(_scalar(head.period))
+    period = c.duration(_scalar(head.period) / c.harmonic)
     approximately = bool(s.local)
     shape = "sinusoidal" if isinstance(head, Cosine) else "periodic"
     if approximately:
@@ -373,6 +413,11 @@ def _periodic(s: Simplified, c: Context) -> tuple[str, list[str]]:
         )
         first += " and varying amplitude"
     long.append(first + ".")
+    if c.harmonic > 1:
+        long.append(
+            f"(Its kernel's period is {c.duration(_scalar(head.period))}, {c.harmonic} of these cycles: the fitted "
+            f"function's harmonics are multiples of the {_ordinal(c.harmonic)}.)"
+        )
     if approximately:
         across, *rest = s.local
         scale = _local_noun(across)[1]
@@ -399,6 +444,10 @@ def _periodic(s: Simplified, c: Context) -> tuple[str, list[str]]:
             f"{c.duration(_scalar(extra.period))}."
         )
     return short, long
+
+
+def _ordinal(k: int) -> str:
+    return f"{k}{'th' if 10 <= k % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(k % 10, 'th')}"
 
 
 def _within_period(kernel: Kernel, c: Context) -> str:

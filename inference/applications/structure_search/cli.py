@@ -1,6 +1,8 @@
 """``zoo search DATA.csv --map X=year --map y=value --depth D --score bic``: a structure search on a data file, its
 trace written as JSON (atomically) and a progress line per candidate on stderr; ``--report DIR`` also writes the App. D
-report of the best kernel (``inference.applications.structure_report``, one input column)."""
+report of the best kernel (``inference.applications.structure_report``, one input column). ``--strategy smc`` runs SMC
+over structures instead (``smc.py``) and writes its posterior; the greedy search keeps its fitted candidates in
+``OUT.parts/`` as it goes, and ``--resume`` loads them instead of fitting them again (``checkpoint.py``)."""
 
 import argparse
 from pathlib import Path
@@ -28,7 +30,22 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--workers", type=int, default=1, help="fit each depth's candidates on this many local processes")
     p.add_argument("--scheduler", default=None, help="or on the Dask cluster at this address (e.g. tcp://host:8786)")
+    p.add_argument(
+        "--strategy",
+        default="greedy",
+        choices=("greedy", "smc"),
+        help="greedy (default: the thesis's search) or smc (SMC over structures and hyperparameters, AutoGP's)",
+    )
+    p.add_argument("--particles", type=int, default=None, help="smc: particles (default 64)")
+    p.add_argument("--smc-steps", type=int, default=None, help="smc: data-annealing steps (default 10)")
+    p.add_argument("--max-depth", type=int, default=None, help="smc: the prior's largest tree depth (default 2)")
     p.add_argument("--out", default="search.json", help="where the trace goes (JSON; default search.json)")
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="greedy: load the candidates a previous run with the same data and options fitted (kept as they are "
+        "fitted in OUT's folder OUT.parts/), fit only the rest",
+    )
     p.add_argument("--report", default=None, metavar="DIR", help="also write the best kernel's report (HTML, Markdown)")
 
 
@@ -50,17 +67,40 @@ def run(args) -> int:
         seed=args.seed,
         workers=args.workers,
         scheduler=args.scheduler,
+        strategy=args.strategy,
+        smc_options=_smc_options(args),
+        checkpoint=None if args.strategy == "smc" else _parts(Path(args.out)),
+        resume=args.resume,
     )
     path = result.write_json(Path(args.out))
-    print(f"best: {result.best.expression} ({result.score} {result.best.score:.2f}, depth {result.best.depth})")
+    if args.strategy == "smc":
+        print(f"best: {result.best.expression} (posterior probability {result.best.score:.2f}); log evidence of the")
+        print(f"standardised series {result.log_evidence:.2f}; posterior: {_top(result.posterior())}")
+    else:
+        print(f"best: {result.best.expression} ({result.score} {result.best.score:.2f}, depth {result.best.depth})")
     print(f"wrote {path}" + (" (interrupted: the candidates fitted before Ctrl-C)" if result.interrupted else ""))
     if args.report is not None:
         from inference.applications.structure_report import report
 
         name = Path(args.data).stem
-        notes = f"Kernel {result.best.expression} found by zoo search ({result.score}, depth {args.depth})."
+        how = "SMC over structures" if args.strategy == "smc" else f"{result.score}, depth {args.depth}"
+        notes = f"Kernel {result.best.expression} found by zoo search ({how})."
         _, paths = report(
             result.kernel, result.noise, result.X, result.y, Path(args.report), name, notes, offset=result.mean
         )
         print(f"wrote {paths['html']} and {paths['md']}")
     return 130 if result.interrupted else 0  # the shell's code for a run stopped by SIGINT
+
+
+def _smc_options(args) -> dict:
+    given = {"particles": args.particles, "steps": args.smc_steps, "max_depth": args.max_depth}
+    return {name: value for name, value in given.items() if value is not None}
+
+
+def _top(posterior: dict, k: int = 5) -> str:
+    return ", ".join(f"{name} {p:.2f}" for name, p in list(posterior.items())[:k])
+
+
+def _parts(out: Path) -> Path:
+    """Where a search writing ``out`` keeps its fitted candidates and partial trace: ``out`` + ``.parts``."""
+    return out.with_name(out.name + ".parts")

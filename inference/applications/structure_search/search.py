@@ -24,14 +24,19 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 
 from inference.applications.structure_search.bounds import PeriodBounds
+from inference.applications.structure_search.checkpoint import fingerprint, resumable
+from inference.applications.structure_search.checks import check_data
 from inference.applications.structure_search.fit import fit_ml2, log_likelihood_at, start_values
 from inference.applications.structure_search.result import Fitted, SearchResult, Standardisation
 from inference.applications.structure_search.scales import DataScaledFactory, Scales
 from inference.applications.structure_search.scores import SCORES, bic, laplace_log_evidence, tsmc_log_evidence
+from inference.applications.structure_search.smc import smc_search
+from inference.applications.structure_search.smc_result import SMCResult
 from inference.applications.structure_search.starts import residual_period, warm_starts
 from inference.core.cluster import dask_client
 from zoo.errors import DataError, OptionError, ZooError
@@ -44,12 +49,14 @@ __all__ = [
     "NESTING_TOLERANCE",
     "PROGRAMS",
     "SHARED_MAX_N",
+    "STRATEGIES",
     "SearchError",
     "check_data",
     "search",
 ]
 
 PROGRAMS = ("auto", "shared", "per-structure")
+STRATEGIES = ("greedy", "smc")
 # Largest n at which "auto" shares programs between structures. An evaluation of the shared program gathers every
 # term's factors, padded to the capacity, a working set of ~(bank + terms x factors) n^2 floats: at n = 129-200 it
 # costs 1.3-2x the per-structure program's time, less than the compilation it saves; at n = 300 the working set
@@ -78,30 +85,6 @@ def _positive_int(name: str, value) -> int:
     return int(value)
 
 
-def check_data(X, y) -> tuple[np.ndarray, np.ndarray]:
-    """(X (n, D), y (n,)) as float arrays, or a ``DataError``: NaNs or infinities, mismatched lengths, and for a
-    single input column (a time series) inputs that are not strictly increasing."""
-    X, y = np.asarray(X, float), np.asarray(y, float)
-    X = X[:, None] if X.ndim == 1 else X
-    if X.ndim != 2 or y.ndim != 1 or X.shape[0] != y.shape[0]:
-        raise DataError(f"structure search needs X (n, D) and y (n,); got X {X.shape} and y {y.shape}.")
-    for name, a in (("X", X), ("y", y)):
-        bad = ~np.isfinite(a)
-        if bad.any():
-            rows = np.flatnonzero(bad.reshape(a.shape[0], -1).any(1))
-            raise DataError(f"{name} has NaN or infinite values in rows {rows[:10].tolist()} (counted from 0).")
-    if X.shape[1] == 1:
-        steps = np.diff(X[:, 0])
-        if np.any(steps <= 0):
-            i = int(np.flatnonzero(steps <= 0)[0])
-            kind = "duplicate" if steps[i] == 0 else "decreasing"
-            raise DataError(
-                f"the inputs of a series must be strictly increasing; rows {i} and {i + 1} are {kind} "
-                f"({X[i, 0]!r}, {X[i + 1, 0]!r}). Sort the series and merge repeated inputs."
-            )
-    return X, y
-
-
 def _minimum_size(grammar: Grammar) -> int:
     """Free parameters of the smallest depth-1 model (a base kernel and the noise variance)."""
     return min(num_params(NAMES[b](), 1) for b in grammar.base) + 1
@@ -126,7 +109,11 @@ def search(
     progress: Callable[[str], None] | None = None,
     workers: int = 1,
     scheduler: str | None = None,
-) -> SearchResult:
+    strategy: str = "greedy",
+    smc_options: dict | None = None,
+    checkpoint: "str | Path | None" = None,
+    resume: bool = False,
+) -> "SearchResult | SMCResult":
     """Search kernel structures for y (n,) against X (n, D) (module docstring).
 
     depth: the number of expansion rounds (depth 1: the base kernels alone). base: base-kernel names. operators:
@@ -143,7 +130,18 @@ def search(
     each depth's candidates are Dask tasks on a local cluster of that many processes; scheduler: the address of a
     Dask cluster to use instead (``inference.core.cluster``). Either way the result is the serial search's: every
     candidate's seed is drawn before any is fitted, and the trace keeps the candidates' order.
+
+    strategy: "greedy" (the above) or "smc": sequential Monte Carlo over structures and hyperparameters (``smc.py``,
+    Saad et al. 2023), which uses ``base``, ``seed``, ``progress`` and ``smc_options`` (``smc.SMC_DEFAULTS``) and
+    returns an ``SMCResult`` (posterior over structures, log evidence, model-averaged forecasts).
+
+    checkpoint: a folder where every fitted candidate is kept as it is fitted, and the trace so far at the end of each
+    depth (``checkpoint.py``); with ``resume`` the candidates found there are loaded instead of fitted again.
     """
+    if strategy not in STRATEGIES:
+        raise OptionError(f"strategy must be one of {list(STRATEGIES)}, got {strategy!r}.")
+    if strategy == "smc":
+        return smc_search(X, y, base=tuple(base), seed=seed, progress=progress, **dict(smc_options or {}))
     X, y = check_data(X, y)
     depth, width = _positive_int("depth", depth), _positive_int("width", width)
     restarts, patience = _positive_int("restarts", restarts), _positive_int("patience", patience)
@@ -193,6 +191,8 @@ def search(
     interrupted = False
     say(f"score: {CONVENTIONS[score]}")
     with _executor(workers, scheduler) as fit_all, _stop_on_sigint(say) as stop:
+        if checkpoint is not None:
+            fit_all = resumable(fit_all, Path(checkpoint), fingerprint(Xs, ys, options), resume, say)
         for level in range(1, depth + 1):
             todo = []
             for parent in beam:
@@ -238,6 +238,9 @@ def search(
             for entry in this_level:  # ties go to the earlier candidate, as in a serial search
                 best = _better(best, entry)
             trace.extend(this_level)
+            if checkpoint is not None and best is not None:  # the trace so far, as the search goes
+                partial = SearchResult(best, trace, X, y, scale, score, options, time.perf_counter() - start, True)
+                partial.write_json(Path(checkpoint) / "trace.json")
             if interrupted:
                 say(f"depth {level}: interrupted after {len(this_level)} of {len(todo)} candidates; stopping")
                 if best is None:
