@@ -46,6 +46,9 @@ SCRIPTS: list[str] = [
     "duvenaud_abcd_synthetic",
     "duvenaud_abcd_mauna_loa",
     "duvenaud_abcd_nuts",
+    "nonconjugate_comparison",
+    "ripley_synth",
+    "duvenaud_additive_classification",
 ]
 
 
