@@ -390,6 +390,11 @@ Evidence ladder (classifier, lengthscales fixed; log evidence of Laplace and EP,
 
 {ladder_table}
 
+The MCSE of tempered SMC's log Z is the spread between its runs: a bias shared by the runs (the random-walk mutation
+mixes slowly in 100 dimensions, and log of an unbiased Z estimate is biased low) is not in it, so differences of a
+few tenths of a nat are not decided by this reference. tests/test_nonconjugate.py decides the evidence direction on
+separable data with an importance-sampling reference (docs/sources/nonconjugate.md#bias).
+
 Claims (K&R 2005), each decided by the numbers beside it:
 
 {claim_table}

@@ -9,9 +9,10 @@ predictive probability, the hyperparameters and the log evidence.
 
 What it is compared to: the Bayes rule of the generating distribution. Each class of synth is an equal mixture of two
 normals with covariance 0.03 I (class 0 centred at (-0.7, 0.3) and (0.3, 0.3), class 1 at (-0.3, 0.7) and (0.4, 0.7);
-Ripley 1994, as recalled, the class assignment checked against the data's class means: none of the project's seed documents prints the recipe or any error rate on these data, so
-``ripley_synth_published.csv`` is absent and the widely quoted GP error (about 8-9 %) is not transcribed). Its test
-error on synth.te is computed here, from the data, and is the floor any classifier can reach in expectation.
+Ripley 1994 as recalled, the class assignment checked against the data's class means). None of the project's seed
+documents prints the recipe or any error rate on these data, so ``ripley_synth_published.csv`` is absent and the
+widely quoted GP error (about 8-9 %) is not transcribed. The Bayes rule's test error on synth.te is computed here,
+from the data: the floor any classifier can reach in expectation.
 
 Quick: a seeded 100-point subset of synth.tr, Laplace only; full: all 250 points, EP and Laplace.
 """

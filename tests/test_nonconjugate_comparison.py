@@ -84,3 +84,17 @@ def test_laplace_ml2_finds_a_stationary_point(small_classifier):
     assert float(value) >= float(start)
     assert float(value) == pytest.approx(result.posterior.attrs["log_evidence"], abs=1e-9)
     assert "fixed_params" in result.posterior.attrs and result.posterior.attrs["fixed_params"] == "{}"
+
+
+def test_additive_kernel_option():
+    """kernel="Add<R>": Duvenaud's additive kernel, sites lengthscale (D,) and one variance per order; R >= 1."""
+    from inference.core.program import latent_sites
+    from zoo.errors import OptionError
+    from zoo.kernels import Additive
+
+    spec = zoo.get("gp/classification", kernel="Add2")
+    assert spec.views["latent_gp"].template == Additive(max_order=2)
+    sites = latent_sites(spec, spec.validate({"X": np.zeros((4, 3)) + np.arange(3), "y": np.array([0, 1, 0, 1.0])}))
+    assert sites["lengthscale"].shape == (3,) and sites["variance"].shape == (2,)
+    with pytest.raises(OptionError, match="R >= 1"):
+        zoo.get("gp/classification", kernel="Add0")
