@@ -16,7 +16,7 @@ parameters fixed at the same values (docs/architecture.md#one-posterior):
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from inference.core.fixed import CONDITIONING, STARTING, describe, same_values
+from inference.core.fixed import CONDITIONING, describe, same_values, starts_from_params
 from zoo.errors import OptionError
 
 # A fixed-parameter set that cannot be known (unknown model or engine: the cell fails at run time with that error).
@@ -35,7 +35,7 @@ def cell_fixed(model: str, model_options: Mapping[str, Any], engine: str, option
         declared = inference.get_engine(engine).options
     except ZooError:
         return UNKNOWN
-    if "params" not in declared or engine in STARTING:
+    if "params" not in declared or starts_from_params(engine, options):
         return {}
     given = options.get("params")
     if given is None:
@@ -88,12 +88,16 @@ def align_params(spec: Any, engines: Sequence[str], per_engine: dict[str, dict[s
     engine that cannot hold them fixed."""
     import inference
 
-    conditioning = [e for e in engines if e in CONDITIONING and per_engine[e].get("params") is None]
+    conditioning = [
+        e
+        for e in engines
+        if e in CONDITIONING and not starts_from_params(e, per_engine[e]) and per_engine[e].get("params") is None
+    ]
     if not conditioning or not spec.default_params or any("params" in per_engine[e] for e in engines):
         return []
     for engine in engines:
         declared = inference.get_engine(engine).options
-        if "params" not in declared or engine in STARTING:
+        if "params" not in declared or starts_from_params(engine, per_engine[engine]):
             raise OptionError(
                 f"{conditioning[0]} conditions on {spec.name}'s parameters ({', '.join(sorted(spec.default_params))}) "
                 f"and {engine} cannot hold them fixed (it samples or learns them): the two describe different "

@@ -98,3 +98,16 @@ def test_additive_kernel_option():
     assert sites["lengthscale"].shape == (3,) and sites["variance"].shape == (2,)
     with pytest.raises(OptionError, match="R >= 1"):
         zoo.get("gp/classification", kernel="Add0")
+
+
+def test_ml2_runs_fix_no_parameters_in_comparisons():
+    """laplace/ep with hyperparameters="ml2" start from params and fix nothing: a comparison must not hold the other
+    engines to the model's defaults for them (benchmarks/posteriors.py)."""
+    from benchmarks import posteriors
+
+    ml2 = {"hyperparameters": "ml2"}
+    assert posteriors.cell_fixed("gp/classification", {}, "laplace", ml2) == {}
+    assert set(posteriors.cell_fixed("gp/classification", {}, "laplace", {})) == {"lengthscale", "variance"}
+    spec = zoo.get("gp/classification")
+    per_engine = {"ep": dict(ml2), "nuts": {}}
+    assert posteriors.align_params(spec, ["ep", "nuts"], per_engine) == [] and "params" not in per_engine["nuts"]

@@ -255,9 +255,7 @@ def run(
     if "params" in opts:
         opts["params"] = resolve_params(spec, dataset, opts["params"])
         # what this posterior conditions on, and what nobody asked to fix (docs/architecture.md#one-posterior)
-        fixed_params, at_defaults = fixed.fixed_parameters(chosen.name, opts["params"], options.get("params"))
-        if opts.get("hyperparameters") == "ml2":  # laplace, ep: params are where type-II ML starts, not fixed
-            fixed_params, at_defaults = {}, []
+        fixed_params, at_defaults = fixed.fixed_parameters(chosen.name, opts["params"], options.get("params"), opts)
         fixed.announce(chosen.name, spec.name, fixed_params, at_defaults)
 
     timer = Timer()

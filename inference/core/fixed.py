@@ -33,6 +33,7 @@ __all__ = [
     "format_value",
     "from_attrs",
     "same_values",
+    "starts_from_params",
     "to_attrs",
 ]
 
@@ -42,16 +43,24 @@ STARTING = frozenset({"pmcmc", "pgas-em", "psaem", "pf-ml"})
 LOG = stderr_logger("inference.params")
 
 
+def starts_from_params(engine: str, options: Mapping[str, Any]) -> bool:
+    """Whether ``engine`` with these options takes ``params`` as a starting point and fixes nothing: the STARTING
+    engines, and ``laplace`` / ``ep`` with ``hyperparameters="ml2"`` (type-II ML from ``params``)."""
+    return engine in STARTING or options.get("hyperparameters") == "ml2"
+
+
 def conditions_on_params(engine: str) -> bool:
     """Whether ``engine`` holds every parameter fixed (given, or the model's defaults when ``params`` is None)."""
     return engine in CONDITIONING
 
 
-def fixed_parameters(engine: str, resolved: Mapping[str, Any], given: Any) -> tuple[dict[str, Any], list[str]]:
+def fixed_parameters(
+    engine: str, resolved: Mapping[str, Any], given: Any, options: Mapping[str, Any] | None = None
+) -> tuple[dict[str, Any], list[str]]:
     """(the parameters the run holds fixed, the names of those fixed at the model's defaults because ``params``
     was not given). ``resolved``: the engine's ``params`` option after ``resolve_params``; ``given``: what the caller
-    passed (None or absent: nothing)."""
-    if engine in STARTING:
+    passed (None or absent: nothing); ``options``: the engine's options (``starts_from_params``)."""
+    if starts_from_params(engine, options or {}):
         return {}, []
     fixed = {name: np.asarray(value) for name, value in (resolved or {}).items()}
     at_defaults = sorted(fixed) if engine in CONDITIONING and given is None else []
