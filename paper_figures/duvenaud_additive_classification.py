@@ -121,11 +121,11 @@ def fit_and_score(method: str, X, y, X_te, y_te) -> dict:
     }
 
 
-def main(quick: bool, out: Path) -> None:
+def main(quick: bool, out: Path, datasets=tuple(AVAILABLE)) -> None:
     out = Path(out)
     settings = QUICK if quick else FULL
     rows = []
-    for name in AVAILABLE:
+    for name in datasets:
         for split, (X, y, X_te, y_te) in enumerate(splits(name, settings)):
             for method in settings["methods"]:
                 row = {"dataset": name, "split": split, "method": method, "train": len(y), "test": len(y_te)}
@@ -181,12 +181,32 @@ is not bolded (too few splits).
 """
 
 
+def aggregate(out: Path, paths, quick: bool = False) -> None:
+    """The tables from the ``splits.csv`` of runs made separately (one data set each)."""
+    import csv
+
+    rows = []
+    for path in paths:
+        with open(path) as handle:
+            for row in csv.DictReader(handle):
+                for key in ("error_pct", "nll", "log_evidence", "run_s"):
+                    row[key] = float(row[key])
+                rows.append(row)
+    write_csv(out / "splits.csv", rows)
+    atomic_write_text(out / "comparison.md", report(rows, QUICK if quick else FULL, quick))
+
+
 if __name__ == "__main__":
     import argparse
 
     parser = argparse.ArgumentParser(description=DESCRIPTION)
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--datasets", nargs="+", choices=list(AVAILABLE), default=list(AVAILABLE))
+    parser.add_argument("--aggregate", type=Path, nargs="+", help="splits.csv files of separate runs: tables only")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    main(args.quick, args.out)
+    if args.aggregate:
+        aggregate(args.out, args.aggregate, args.quick)
+    else:
+        main(args.quick, args.out, tuple(args.datasets))

@@ -19,7 +19,8 @@ sec. 3.4; docs/sources/nonconjugate.md#laplace).
   5.1's quantity obtained by autodiff (see its docstring for how the implicit dependence through f^ enters).
 
 Draws of the latent sites come from N(f^, (K^-1 + W)^-1); the hyperparameters are fixed (``params``, else the
-model's defaults).
+model's defaults) or, with ``hyperparameters="ml2"``, maximise the approximate evidence from there (type-II ML by
+L-BFGS with ``log_evidence_and_grad``, ``inference.gaussian.type2``).
 """
 
 from typing import Any
