@@ -35,11 +35,11 @@ def cell_fixed(model: str, model_options: Mapping[str, Any], engine: str, option
         chosen = inference.get_engine(engine)
     except ZooError:
         return UNKNOWN
-    if "params" not in chosen.options or chosen.params_role == "starts":
+    if "params" not in chosen.options or chosen.role(options) == "starts":
         return {}
     given = options.get("params")
     if given is None:
-        return dict(spec.default_params) if chosen.params_role == "conditions" else {}
+        return dict(spec.default_params) if chosen.role(options) == "conditions" else {}
     return dict(given)
 
 
@@ -88,7 +88,7 @@ def align_params(spec: Any, engines: Sequence[str], per_engine: dict[str, dict[s
     engine that cannot hold them fixed."""
     import inference
 
-    role = {engine: inference.get_engine(engine).params_role for engine in engines}
+    role = {engine: inference.get_engine(engine).role(per_engine[engine]) for engine in engines}
     conditioning = [e for e in engines if role[e] == "conditions" and per_engine[e].get("params") is None]
     if not conditioning or not spec.default_params or any("params" in per_engine[e] for e in engines):
         return []

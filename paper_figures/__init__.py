@@ -53,6 +53,9 @@ SCRIPTS: list[str] = [
     "duvenaud_symmetric_manifold",
     "duvenaud_bayesian_quadrature",
     "duvenaud_gp_posterior",
+    "nonconjugate_comparison",
+    "ripley_synth",
+    "duvenaud_additive_classification",
 ]
 
 

@@ -26,6 +26,7 @@ to the program's latent sites. The ``probit`` capability marks the Bernoulli-pro
 requires (its site moments are in closed form, R&W eq. 3.58).
 """
 
+import re
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -41,7 +42,7 @@ from jax.scipy.special import log_ndtr, ndtr
 from zoo import gp, kernels
 from zoo.data import coal
 from zoo.errors import DataError, OptionError
-from zoo.kernels import Kernel
+from zoo.kernels import Additive, Kernel
 from zoo.options import Option
 from zoo.registry import Dataset, ModelSpec, frozen, positive_int, register_family
 
@@ -271,7 +272,25 @@ def simulate_coal(key=None, num_bins: int = 112) -> Dataset:
 
 SHAPES = frozen({"X": ("N", "D"), "y": ("N",)})
 SOURCE = "Rasmussen & Williams 2006, ch. 3 (eqs. 3.2-3.3, 3.16), sec. 9.3; docs/sources/nonconjugate.md#models"
-KERNEL = Option("str", "SE", "kernel expression of the grammar, e.g. 'SE' or 'SE + Per'")
+KERNEL = Option(
+    "str", "SE", "kernel expression of the grammar, e.g. 'SE' or 'SE + Per', or 'Add<R>': additive of orders 1..R"
+)
+ADDITIVE = re.compile(r"\s*Add(\d+)\s*")
+
+
+def kernel_template(text: str) -> Kernel:
+    """The kernel an option names: ``Add<R>`` is Duvenaud's additive kernel of orders 1..R on SE bases of unit
+    variance (``zoo.kernels.additive.Additive``: sites ``lengthscale`` (D,), ``variance`` (R,)), not part of the
+    grammar; anything else is parsed by the grammar (``zoo.kernels.parse``)."""
+    match = ADDITIVE.fullmatch(text) if isinstance(text, str) else None
+    if match:
+        order = int(match.group(1))
+        if order < 1:
+            raise OptionError(f"the additive kernel Add<R> needs R >= 1, got {text!r}")
+        return Additive(max_order=order)
+    return kernels.parse(text)
+
+
 PARAMETERISATION = Option(
     "str",
     "whitened",
@@ -295,7 +314,7 @@ def latent_gp_spec(
     known exactly."""
     if parameterisation not in PARAMETERISATIONS:
         raise OptionError(f"parameterisation must be one of {PARAMETERISATIONS}, got {parameterisation!r}")
-    template = kernels.parse(kernel)
+    template = kernel_template(kernel)
     view = LatentGPView(template, likelihood, has_mean, parameterisation)
     defaults = dict(kernels.default_values(template))
     if has_mean:

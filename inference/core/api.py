@@ -75,11 +75,19 @@ class Engine:
     options: Mapping[str, Option]  # declared once: kind, default, range (inference/core/options.py)
     summary: str
     alternatives: tuple[frozenset[str], ...] = ()  # other capability sets any one of which also suffices
-    params_role: str = "learns"  # what its ``params`` option means: inference/core/fixed.py's PARAMS_ROLES
+    # what its ``params`` option means (inference/core/fixed.py's PARAMS_ROLES), or a function of the options giving it
+    params_role: str | Callable[[Mapping[str, Any]], str] = "learns"
 
     @property
     def defaults(self) -> dict[str, Any]:
         return {name: option.default for name, option in self.options.items()}
+
+    def role(self, options: Mapping[str, Any]) -> str:
+        """``conditions``, ``starts`` or ``learns``: what the model's parameters are to a run with ``options``
+        (the given ones; the rest at their defaults)."""
+        if callable(self.params_role):
+            return self.params_role({**self.defaults, **options})
+        return self.params_role
 
 
 _ENGINES: dict[str, Engine] = {}
@@ -91,13 +99,13 @@ def register_engine(
     options: Mapping[str, Option],
     summary: str,
     alternatives: tuple[set[str], ...] = (),
-    params_role: str = "learns",
+    params_role: str | Callable[[Mapping[str, Any]], str] = "learns",
 ):
     """Decorator registering an engine function under ``name``, with its declared options. The engine fits a model
     that offers ``requires`` or any one of the capability sets in ``alternatives`` (it dispatches on the views it
     finds). ``params_role`` says what the model's parameters are to it (``fixed.PARAMS_ROLES``): ``conditions``
     (held fixed, at the model's defaults unless ``params`` gives them), ``starts`` (the defaults only start it)
-    or ``learns`` (sampled or learnt, except those ``params`` fixes)."""
+    or ``learns`` (sampled or learnt, except those ``params`` fixes), or a function of the run's options giving one."""
 
     def decorate(fn: Callable[..., EngineOutput]) -> Callable[..., EngineOutput]:
         others = tuple(frozenset(a) for a in alternatives)
@@ -106,8 +114,9 @@ def register_engine(
                 raise TypeError(f"engine {name!r}: option {option_name!r} must be declared as an Option")
         from inference.core import fixed  # here: it imports inference.results, which is not loaded yet at startup
 
-        fixed.check_params_role(name, params_role, options.get("params"))
-        _ENGINES[name] = Engine(name, fn, frozenset(requires), dict(options), summary, others, params_role)
+        engine = Engine(name, fn, frozenset(requires), dict(options), summary, others, params_role)
+        fixed.check_params_role(name, engine.role({}), options.get("params"))
+        _ENGINES[name] = engine
         return fn
 
     return decorate
@@ -267,7 +276,7 @@ def run(
     if "params" in opts:
         opts["params"] = resolve_params(spec, dataset, opts["params"])
         # what this posterior conditions on, and what nobody asked to fix (docs/architecture.md#one-posterior)
-        fixed_params, at_defaults = fixed.fixed_parameters(chosen.params_role, opts["params"], options.get("params"))
+        fixed_params, at_defaults = fixed.fixed_parameters(chosen.role(opts), opts["params"], options.get("params"))
         fixed.announce(chosen.name, spec.name, fixed_params, at_defaults)
 
     timer = Timer()

@@ -14,6 +14,8 @@ Every engine declares at registration what the model's parameters are to it (``p
   nothing.
 - ``learns`` (the default): it samples or learns every parameter ``params`` does not fix.
 
+A role may depend on the run's options: ``params_role`` is then a function of them (``conditions_unless_ml2``).
+
 An engine whose ``params`` option defaults to None (the model's defaults) must declare ``conditions`` or
 ``starts``, and only such an engine may: ``check_params_role`` refuses the registration otherwise.
 """
@@ -31,6 +33,7 @@ __all__ = [
     "PARAMS_ROLES",
     "announce",
     "check_params_role",
+    "conditions_unless_ml2",
     "describe",
     "fixed_parameters",
     "format_value",
@@ -44,9 +47,16 @@ PARAMS_ROLES = ("conditions", "starts", "learns")
 LOG = stderr_logger("inference.params")
 
 
+def conditions_unless_ml2(options: Mapping[str, Any]) -> str:
+    """The role of ``laplace`` and ``ep``: they condition on ``params``, unless ``hyperparameters="ml2"`` makes
+    ``params`` the start of type-II ML (docs/sources/nonconjugate.md#type-ii-ml)."""
+    return "starts" if options.get("hyperparameters") == "ml2" else "conditions"
+
+
 def check_params_role(engine: str, role: str, params_option: Any) -> None:
-    """Refuse a registration whose ``params_role`` contradicts its ``params`` option: defaulting to None (the model's
-    defaults) is what ``conditions`` and ``starts`` mean, and nothing else may."""
+    """Refuse a registration whose ``params_role`` (at the engine's default options) contradicts its ``params``
+    option: defaulting to None (the model's defaults) is what ``conditions`` and ``starts`` mean, and nothing else
+    may."""
     if role not in PARAMS_ROLES:
         raise TypeError(f"engine {engine!r}: params_role {role!r} is not one of {', '.join(PARAMS_ROLES)}")
     defaults_to_model = params_option is not None and params_option.default is None

@@ -19,10 +19,10 @@ sec. 3.4; docs/sources/nonconjugate.md#laplace).
   5.1's quantity obtained by autodiff (see its docstring for how the implicit dependence through f^ enters).
 
 Draws of the latent sites come from N(f^, (K^-1 + W)^-1); the hyperparameters are fixed (``params``, else the
-model's defaults).
+model's defaults) or, with ``hyperparameters="ml2"``, maximise the approximate evidence from there (type-II ML by
+L-BFGS with ``log_evidence_and_grad``, ``inference.gaussian.type2``).
 """
 
-from collections.abc import Mapping
 from typing import Any
 
 import jax
@@ -32,7 +32,9 @@ from jax.scipy.linalg import cho_solve, solve_triangular
 from inference.core import options as opt
 from inference.core.api import EngineOutput, register_engine
 from inference.core.cache import program_cache
+from inference.core.fixed import conditions_unless_ml2
 from inference.gaussian import latent_gaussian as lg
+from inference.gaussian import type2
 from zoo.errors import OptionError
 from zoo.options import Option
 
@@ -196,6 +198,14 @@ def laplace_program(view, damped: bool, max_iterations: int, tolerance: float, n
     return jax.jit(run)
 
 
+@program_cache
+def laplace_ml2_program(view, damped: bool, max_iterations: int, tolerance: float, layout: tuple):
+    def evidence(params, X, y):
+        return log_evidence_and_grad(view, params, X, y, damped, max_iterations, tolerance)
+
+    return type2.loss_program(evidence, layout)
+
+
 def damping_of(view, damping: str, engine: str = "laplace") -> bool:
     """Whether to damp; a OptionError, before compiling, for undamped Newton on a non-log-concave likelihood."""
     if damping == "auto":
@@ -224,9 +234,10 @@ def held_out_inputs(dataset, X) -> Array:
         "damping": opt.choice("auto", DAMPING, "Newton damping: none (Alg. 3.1), line-search, auto (by log-concavity)"),
         "max_iterations": Option("int", 100, "Newton iterations at most", minimum=1),
         "tolerance": Option("float", 1e-10, "stop when no f_i moves more than this in one step", above=0.0),
+        **type2.options(),
     },
-    summary="Laplace approximation of a latent GP (R&W Alg. 3.1/3.2), log evidence eq. 3.32; fixed hyperparameters",
-    params_role="conditions",
+    summary="Laplace approximation of a latent GP (R&W Alg. 3.1/3.2), log evidence eq. 3.32; fixed or ML-II hypers",
+    params_role=conditions_unless_ml2,
 )
 def laplace(spec, dataset, key, timer, **options) -> EngineOutput:
     view = spec.views["latent_gp"]
@@ -235,8 +246,15 @@ def laplace(spec, dataset, key, timer, **options) -> EngineOutput:
         view, damped, options["max_iterations"], options["tolerance"], options["num_chains"], options["num_samples"]
     )
     X, y = jnp.asarray(dataset.observed["X"]), jnp.asarray(dataset.observed["y"])
-    params: Mapping[str, Array] = options["params"]
+
+    params, fitted = options["params"], {}
+    if options["hyperparameters"] == "ml2" and params:
+        layout = type2.layout_of(spec, dataset, params)
+        loss = laplace_ml2_program(view, damped, options["max_iterations"], options["tolerance"], layout)
+        params, fitted = type2.maximise(
+            loss, layout, params, X, y, timer, options["ml2_steps"], options["ml2_tolerance"]
+        )
     result, sites = timer.call(program, key, params, X, y, held_out_inputs(dataset, X))
-    out = lg.output(result, sites, options["num_chains"])
+    out = lg.output(result, sites, options["num_chains"], fitted)
     out.num_lik_evals = int(result.stats["iterations"]) + 1
     return out

@@ -82,11 +82,12 @@ def covariance(fit: GaussianFit) -> Array:
     return fit.L_K @ cho_solve((fit.L_C, True), fit.L_K.T)
 
 
-def output(fit: GaussianFit, sites: dict, num_chains: int) -> EngineOutput:
+def output(fit: GaussianFit, sites: dict, num_chains: int, extra: dict | None = None) -> EngineOutput:
     """The EngineOutput of a Gaussian fit: draws of the latent sites (each (chain, draw, ...)), and point estimates
-    ``f_mean`` (the fit's mean of f), ``f_test_mean``, ``f_test_var``, ``y_test_mean`` (with test inputs) and the
-    fit's ``stats``, one row per chain (all equal: the fit is deterministic)."""
-    point = {"f_mean": fit.mean, **fit.stats}
+    ``f_mean`` (the fit's mean of f), ``f_test_mean``, ``f_test_var``, ``y_test_mean`` (with test inputs), the
+    fit's ``stats`` and ``extra`` (e.g. type-II ML hyperparameters), one row per chain (all equal: the fit is
+    deterministic)."""
+    point = {"f_mean": fit.mean, **fit.stats, **(extra or {})}
     if fit.test_mean.shape[0]:
         point.update(f_test_mean=fit.test_mean, f_test_var=fit.test_var, y_test_mean=fit.y_test_mean)
     point = {name: jnp.broadcast_to(value, (num_chains, *jnp.shape(value))) for name, value in point.items()}
