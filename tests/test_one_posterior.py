@@ -79,7 +79,7 @@ def test_every_engine_that_defaults_to_the_model_params_declares_its_role():
         engine = inference.get_engine(name)
         declared = engine.options.get("params")
         defaults_to_model = declared is not None and declared.default is None
-        assert defaults_to_model == (engine.params_role in ("conditions", "starts")), name
+        assert defaults_to_model == (engine.role({}) in ("conditions", "starts")), name
 
 
 def test_a_registration_that_contradicts_its_params_option_is_refused():
