@@ -22,6 +22,12 @@ Dense runs only up to ``--dense-max`` points (its N x N matrix: 0.8 GB at 10^4, 
 Run: ``taskset -c 1 python -m benchmarks.approximation_ladder --out bench_results/approximation_ladder``; writes
 ``table.md``, ``results.json`` and ``cost.png`` (time per gradient against N, one line per rung and problem).
 The same command runs on a GPU (JAX's default device); nothing in it is CPU-specific.
+
+NUTS at large N (``--nuts-n 100000``, alone: ``--sizes`` none): ``inference.run(spec, data, "nuts")`` on the synthetic
+problem through the quasiseparable rung (exact; state size 2 for M32) and HSGP (M = ``num_basis`` basis functions),
+on the same data; per rung the bulk ESS per second of sampling (``run_s``), and the hyperparameter posteriors:
+HSGP's against the quasiseparable one, in the exact posterior's sds with the Monte Carlo error of the difference
+(``inference.results.diagnostics.compare``). Writes ``nuts.md`` and ``nuts.json``.
 """
 
 import argparse
@@ -96,6 +102,62 @@ def fit(spec, data) -> tuple[float, float]:
     """(run seconds of ml2, the ML lengthscale)."""
     result = inference.run(spec, data, "ml2", 0)
     return float(result.posterior.attrs["run_s"]), float(result.point_estimates["lengthscale"].values.reshape(-1)[0])
+
+
+def nuts_rows(n: int, warmup: int, samples: int, chains: int, doublings: int, num_basis: int, log=print) -> list[dict]:
+    """NUTS through the quasiseparable rung (the exact reference) and HSGP with ``num_basis`` functions on one
+    synthetic draw of n points."""
+    from inference.results import diagnostics
+
+    data = synthetic(n)
+    options = dict(num_chains=chains, num_warmup=warmup, num_samples=samples, max_num_doublings=doublings)
+    specs = {
+        "quasisep": spec_of("quasisep", "synthetic"),
+        "hsgp": zoo.get("gp/regression", kernel=KERNEL, approx="hsgp", **{**HSGP["synthetic"], "num_basis": num_basis}),
+    }
+    results = {rung: inference.run(spec, data, "nuts", 0, **options) for rung, spec in specs.items()}
+    states = {"quasisep": "J = 2 (M32's SDE)", "hsgp": f"M = {num_basis} basis functions"}
+    table = diagnostics.compare(results, reference="quasisep")
+    rows = []
+    for rung, idata in results.items():
+        stats = table.loc[rung]
+        post = idata.posterior
+        row = {
+            "N": n,
+            "rung": rung,
+            "state": states[rung],
+            "chains": chains,
+            "warmup": warmup,
+            "samples": samples,
+            "run_s": float(stats["run_s"]),
+            "compile_s": float(stats["compile_s"]),
+            "grads": int(post.attrs["num_grad_evals"]),
+            "min_ess_bulk": float(stats["min_ess_bulk"]),
+            "ess_per_s": float(stats["ess_per_s"]),
+            "divergences": int(stats["divergences"]),
+            **{f"{v}_mean": float(post[v].mean()) for v in post.data_vars},
+            **{f"{v}_sd": float(post[v].std()) for v in post.data_vars},
+        }
+        if rung != "quasisep":
+            row |= {k: float(stats[k]) for k in ("max_mean_err_sd", "max_mean_err_z", "max_sd_err_rel", "max_sd_err_z")}
+        log(json.dumps(row))
+        rows.append(row)
+    return rows
+
+
+def nuts_table(rows: list[dict]) -> str:
+    names = [k[: -len("_mean")] for k in rows[0] if k.endswith("_mean")]
+    head = ["N", "rung", "state", "chains x (warm-up + draws)", "grads", "run (s)", "compile (s)", "min bulk ESS"]
+    head += ["ESS/s", "divergences", *(f"{v} mean (sd)" for v in names), "HSGP - exact: max mean err (sds, z)"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        err = f"{r['max_mean_err_sd']:.2g} (z {r['max_mean_err_z']:.2g})" if "max_mean_err_sd" in r else "ref"
+        cells_ = [f"{r['N']:,}", r["rung"], r["state"], f"{r['chains']} x ({r['warmup']} + {r['samples']})"]
+        cells_ += [str(r["grads"]), f"{r['run_s']:.0f}", f"{r['compile_s']:.1f}", f"{r['min_ess_bulk']:.0f}"]
+        cells_ += [f"{r['ess_per_s']:.3g}", str(r["divergences"])]
+        cells_ += [f"{r[v + '_mean']:.4g} ({r[v + '_sd']:.2g})" for v in names] + [err]
+        lines.append("| " + " | ".join(cells_) + " |")
+    return "\n".join(lines)
 
 
 def cells(sizes) -> list[tuple[str, int, dict, dict]]:
@@ -188,12 +250,28 @@ def plot(rows: list[dict], path: Path) -> None:
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=Path("bench_results/approximation_ladder"))
-    parser.add_argument("--sizes", type=int, nargs="+", default=list(SIZES))
+    parser.add_argument("--sizes", type=int, nargs="*", default=list(SIZES))
     parser.add_argument("--dense-max", type=int, default=10_000)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--fit-max-grad-s", type=float, default=0.5)
     parser.add_argument("--render", action="store_true", help="only rewrite table and plot from --out/results.json")
+    parser.add_argument("--nuts-n", type=int, default=0, help="also run NUTS on quasisep and HSGP at this N (0: no)")
+    parser.add_argument("--nuts-warmup", type=int, default=100)
+    parser.add_argument("--nuts-samples", type=int, default=100)
+    parser.add_argument("--nuts-chains", type=int, default=1)
+    parser.add_argument("--nuts-max-doublings", type=int, default=5)
+    parser.add_argument("--nuts-num-basis", type=int, default=HSGP["synthetic"]["num_basis"])
     args = parser.parse_args(argv)
+    if args.nuts_n:
+        n = args.nuts_n
+        chains, doublings, m = args.nuts_chains, args.nuts_max_doublings, args.nuts_num_basis
+        rows = nuts_rows(n, args.nuts_warmup, args.nuts_samples, chains, doublings, m)
+        args.out.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(args.out / "nuts.json", json.dumps(rows, indent=1))
+        atomic_write_text(args.out / "nuts.md", f"device: {jax.devices()[0].device_kind}\n\n{nuts_table(rows)}\n")
+        print(nuts_table(rows))
+        if not args.sizes:
+            return
     if args.render:
         rows = with_errors(json.loads((args.out / "results.json").read_text()))
     else:
