@@ -9,6 +9,10 @@ Problems (1-D, kernel M32 on every rung so the rungs are comparable):
   offline), x in years, y standardised; N = 10^3 (the first 1,000 months) and all 3,177.
 - ``synthetic``: y = f(x) + noise, f a draw of the M32 GP (lengthscale 1, variance 1) at N sorted uniform inputs on
   [0, 20], noise variance 0.1; drawn by the quasiseparable sampler, so 10^6 points cost O(N).
+- ``plane`` (2-D): y = sin(0.3 pi x_1) + sin(0.3 pi x_2) + noise (std 0.3) at N uniform inputs on [-5, 5]^2
+  (``zoo.data.regression.noisy_sine``), kernel M52 with one lengthscale per input (1.5 each), variance 1, noise
+  variance 0.09; sizes of ``--sizes`` up to 10^5. HSGP with m = 16 functions per input (M = 256), box 1.5x; the
+  quasiseparable rung takes one input column and refuses, and its row records the error.
 
 Per rung and size: ``grad_s``, the best of ``--repeats`` runs of the jitted value and gradient of the log joint in
 the constrained hyperparameters (data passed as arguments, not baked in); ``compile_s``; ``memory_mb``, the compiled
@@ -20,7 +24,8 @@ rung's where it ran, else the quasiseparable rung's (exact too: it equals the de
 Dense runs only up to ``--dense-max`` points (its N x N matrix: 0.8 GB at 10^4, 80 GB at 10^5).
 
 Run: ``taskset -c 1 python -m benchmarks.approximation_ladder --out bench_results/approximation_ladder``; writes
-``table.md``, ``results.json`` and ``cost.png`` (time per gradient against N, one line per rung and problem).
+``table.md``, ``results.json``, ``cost.png`` (time per gradient against N, one line per rung and problem) and
+``error_vs_cost.png`` (|log Z error| against the time per gradient, each approximate row).
 The same command runs on a GPU (JAX's default device); nothing in it is CPU-specific.
 
 NUTS at large N (``--nuts-n 100000``, alone: ``--sizes`` none): ``inference.run(spec, data, "nuts")`` on the synthetic
@@ -45,6 +50,8 @@ import zoo
 from inference.files.atomic import atomic_write_text
 from zoo import kernels
 from zoo.approx import quasisep
+from zoo.data.regression import noisy_sine
+from zoo.kernels import KernelError
 
 KERNEL = "M32"
 SIZES = (1_000, 10_000, 100_000, 1_000_000)
@@ -52,7 +59,14 @@ SYNTHETIC = {"lengthscale": jnp.array([1.0]), "variance": 1.0, "noise": 0.1}
 SUNSPOT_PARAMS = {"lengthscale": jnp.array([1.0]), "variance": 1.0, "noise": 0.1}  # years; y standardised
 # HSGP basis size per problem: the box is 1.5x the half-range; M32's spectral tail (w^-4) needs m of a few times
 # the number of lengthscales in the box (docs/approximations.md#hsgp).
-HSGP = {"sunspots": {"num_basis": 512, "boundary_factor": 1.5}, "synthetic": {"num_basis": 128, "boundary_factor": 1.5}}
+HSGP = {
+    "sunspots": {"num_basis": 512, "boundary_factor": 1.5},
+    "synthetic": {"num_basis": 128, "boundary_factor": 1.5},
+    "plane": {"num_basis": 16, "boundary_factor": 1.5},  # per input: M = 16^2
+}
+KERNELS = {"sunspots": KERNEL, "synthetic": KERNEL, "plane": "M52"}
+PLANE = {"lengthscale": jnp.array([1.5, 1.5]), "variance": 1.0, "noise": 0.09}
+PLANE_MAX = 100_000  # HSGP's N x 256 basis and its gradient; dense stops at --dense-max
 
 
 def sunspots(n: int | None) -> dict[str, np.ndarray]:
@@ -73,9 +87,14 @@ def synthetic(n: int, seed: int = 0) -> dict[str, np.ndarray]:
     return {"X": np.asarray(x)[:, None], "y": np.asarray(y)}
 
 
+def plane(n: int, seed: int = 0) -> dict[str, np.ndarray]:
+    X, _, y = noisy_sine(jax.random.key(seed), n, -5.0, 5.0, 0.15, 0.3, dims=2)
+    return {"X": X, "y": y}
+
+
 def spec_of(rung: str, problem: str):
     options = HSGP[problem] if rung == "hsgp" else {}
-    return zoo.get("gp/regression", kernel=KERNEL, approx=rung, **options)
+    return zoo.get("gp/regression", kernel=KERNELS[problem], approx=rung, **options)
 
 
 def time_gradient(spec, data, params, repeats: int) -> dict[str, float]:
@@ -163,7 +182,8 @@ def nuts_table(rows: list[dict]) -> str:
 def cells(sizes) -> list[tuple[str, int, dict, dict]]:
     """(problem, N, data, hyperparameters at which the gradient is timed)."""
     out = [("sunspots", 1_000, sunspots(1_000), SUNSPOT_PARAMS), ("sunspots", 3_177, sunspots(None), SUNSPOT_PARAMS)]
-    return out + [("synthetic", n, synthetic(n), SYNTHETIC) for n in sizes]
+    out += [("synthetic", n, synthetic(n), SYNTHETIC) for n in sizes]
+    return out + [("plane", n, plane(n), PLANE) for n in sizes if n <= PLANE_MAX]
 
 
 def run(sizes, dense_max: int, repeats: int, fit_max_grad_s: float, log=print) -> list[dict]:
@@ -174,7 +194,13 @@ def run(sizes, dense_max: int, repeats: int, fit_max_grad_s: float, log=print) -
                 continue
             spec = spec_of(rung, problem)
             row = {"problem": problem, "N": n, "rung": rung, **(HSGP[problem] if rung == "hsgp" else {})}
-            row |= time_gradient(spec, data, params, repeats if n < 10_000 else 1)
+            try:
+                row |= time_gradient(spec, data, params, repeats if n < 10_000 else 1)
+            except KernelError as error:  # the rung refuses the problem (quasisep in 2-D), before compiling
+                row["refused"] = str(error)
+                log(json.dumps(row))
+                rows.append(row)
+                continue
             if row["grad_s"] < fit_max_grad_s:
                 row["fit_s"], row["ml_lengthscale"] = fit(spec, data)
             log(json.dumps(row))
@@ -188,9 +214,11 @@ def with_errors(rows: list[dict]) -> list[dict]:
     out = []
     for row in rows:
         group = [r for r in rows if (r["problem"], r["N"]) == (row["problem"], row["N"])]
-        exact = [r for r in group if r["rung"] in ("dense", "quasisep")]
+        exact = [r for r in group if r["rung"] in ("dense", "quasisep") and "refused" not in r]
         row = {k: v for k, v in row.items() if k not in ("logz_err", "ml_lengthscale_rel_err", "reference")}
-        if exact and row["rung"] != exact[0]["rung"]:
+        if "refused" in row:
+            pass
+        elif exact and row["rung"] != exact[0]["rung"]:
             row["logz_err"] = abs(row["log_joint"] - exact[0]["log_joint"])
         elif exact:
             row["reference"] = True
@@ -219,6 +247,9 @@ COLUMNS = [
 def table(rows: list[dict]) -> str:
     lines = ["| " + " | ".join(title for _, title, _ in COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     for row in rows:
+        if "refused" in row:
+            lines.append(f"| {row['problem']} | {row['N']:,} | {row['rung']} | refused: {row['refused']} ||||||")
+            continue
         cells_ = [fmt.format(row[key]) if key in row else "-" for key, _, fmt in COLUMNS]
         # the rung the others are measured against: "ref" rather than a trivial 0
         cells_[-2] = "ref" if row.get("reference") else cells_[-2]
@@ -227,24 +258,56 @@ def table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+PROBLEMS = (("synthetic", "o"), ("sunspots", "s"), ("plane", "^"))
+RUNGS = (("dense", "C0"), ("quasisep", "C1"), ("hsgp", "C2"))
+
+
 def plot(rows: list[dict], path: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    timed = [r for r in rows if "grad_s" in r]
     fig, ax = plt.subplots(figsize=(6, 4))
-    for problem, marker in (("synthetic", "o"), ("sunspots", "s")):
-        for rung, color in (("dense", "C0"), ("quasisep", "C1"), ("hsgp", "C2")):
-            points = sorted((r["N"], r["grad_s"]) for r in rows if r["problem"] == problem and r["rung"] == rung)
+    for problem, marker in PROBLEMS:
+        for rung, color in RUNGS:
+            points = sorted((r["N"], r["grad_s"]) for r in timed if r["problem"] == problem and r["rung"] == rung)
             if points:
                 ax.loglog(*zip(*points, strict=True), marker=marker, color=color, label=f"{rung} ({problem})")
     ax.set_xlabel("N (points)")
     ax.set_ylabel("one log evidence + gradient (s)")
-    ax.set_title(f"gp/regression, kernel {KERNEL}: cost per rung")
-    ax.legend(fontsize=8)
+    ax.set_title("gp/regression: cost per rung (1-D: M32; plane: M52 in 2-D)")
+    ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def plot_error(rows: list[dict], path: Path) -> None:
+    """|log Z error| against the time of one log evidence + gradient: one point per approximate row, labelled N."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for problem, marker in PROBLEMS:
+        for rung, color in RUNGS:
+            points = [r for r in rows if r["problem"] == problem and r["rung"] == rung and "logz_err" in r]
+            if not points:
+                continue
+            errors = [max(r["logz_err"], 1e-16) for r in points]  # quasisep vs dense is exact: rounding only
+            ax.loglog([r["grad_s"] for r in points], errors, marker, color=color, label=f"{rung} ({problem})")
+            for r, e in zip(points, errors, strict=True):
+                ax.annotate(f"{r['N']:.0e}", (r["grad_s"], e), fontsize=6, xytext=(3, 3), textcoords="offset points")
+    ax.set_xlabel("one log evidence + gradient (s)")
+    ax.set_ylabel("|log Z - log Z exact| (nats)")
+    ax.set_title("error against cost (exact: dense, else quasisep)")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
 
 
 def main(argv=None) -> None:
@@ -281,6 +344,7 @@ def main(argv=None) -> None:
     atomic_write_text(args.out / "results.json", json.dumps(rows, indent=1))
     atomic_write_text(args.out / "table.md", f"device: {jax.devices()[0].device_kind}\n\n{text}\n")
     plot(rows, args.out / "cost.png")
+    plot_error(rows, args.out / "error_vs_cost.png")
     print(text)
 
 
