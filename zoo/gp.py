@@ -188,7 +188,7 @@ class GaussianEvidence(dist.Distribution):
         if isinstance(covariance, jax.core.Tracer):
             # In a trace NumPyro's argument check can reject nothing (it acts on concrete results only), yet it
             # evaluates its constants eagerly (``jax.ensure_compile_time_eval``): ~15 small XLA programs per size
-            # (docs/performance.md#first-call). A concrete covariance is still checked.
+            # (docs/performance.md#first-call-eager). A concrete covariance is still checked.
             validate_args = False
         super().__init__(batch_shape=(), event_shape=covariance.shape[-1:], validate_args=validate_args)
 

@@ -52,7 +52,7 @@ def resolve_params(spec: ModelSpec, dataset: Dataset, params: Mapping[str, Any] 
             raise OptionError(_unknown_parameter(spec, name, latent))
         shape = latent[name].shape
         # Checked in NumPy: run in jnp, these few checks compiled a dozen small programs per call
-        # (docs/performance.md#first-call)
+        # (docs/performance.md#first-call-eager)
         try:
             array = np.broadcast_to(np.asarray(value, dtype=float), shape)
         except ValueError:

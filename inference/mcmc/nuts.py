@@ -200,7 +200,7 @@ def _run(algorithm: str, spec, dataset, key, timer, **options: Any) -> EngineOut
         posterior, stats, warmup_steps, finite = chains.run(timer, (keys, z0), params, observed, sequential=sequential)
         if np.all(np.asarray(finite)):
             break
-    # Host-side bookkeeping in NumPy: each jnp call on results would compile a program (docs/performance.md#first-call)
+    # Host-side bookkeeping in NumPy: a jnp call on results compiles a program (docs/performance.md#first-call-eager)
     return EngineOutput(
         posterior=posterior,
         sample_stats=stats,

@@ -156,7 +156,7 @@ def _starts(spec, sites: dict, init: dict, key, num_chains: int, radius: float, 
 
     Host-side where it can be: the given values are checked in NumPy and the noise is added there; the noise of all
     sites is drawn by one compiled program. Run op by op, the same arithmetic compiled a dozen small programs per
-    call (docs/performance.md#first-call). Compiled together, XLA would fuse the multiply and add into one FMA and
+    call (docs/performance.md#first-call-eager). Compiled together, XLA would fuse the multiply and add into one FMA and
     move the starts by an ulp; split this way they equal the op-by-op ones bit for bit."""
     unknown = set(init) - set(sites)
     if unknown:

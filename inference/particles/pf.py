@@ -624,7 +624,7 @@ def filter_runner(view, num_particles, num_samples, method, resampler):
 @jax.jit
 def _run_evidence(log_lik):
     """(each run's log-likelihood (C,), log mean over runs of its exp) of log_lik (C, K): one compiled program, where
-    the same few operations run one by one compiled a dozen (docs/performance.md#first-call)."""
+    the same few operations run one by one compiled a dozen (docs/performance.md#first-call-eager)."""
     per_run = jnp.sum(log_lik, axis=1)
     return per_run, logsumexp(per_run) - jnp.log(per_run.shape[0])
 
