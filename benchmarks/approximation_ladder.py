@@ -21,6 +21,11 @@ RSS); ``fit_s``, the run time of ``inference.run(spec, data, "ml2")`` (L-BFGS, c
 takes under ``--fit-max-grad-s``; ``logz_err``, |log Z - log Z_exact| at the same hyperparameters, and
 ``ml_lengthscale_rel_err``, the ML lengthscale's relative distance from the exact fit's. The exact answer is the dense
 rung's where it ran, else the quasiseparable rung's (exact too: it equals the dense one to ~1e-13 where both run).
+Up to ``PREDICT_MAX`` points, the predictive mean and variance of f at 200 test points (1-D: evenly spaced over the
+data's range; 2-D: uniform in its box) per rung (dense: ``zoo.gp.predict``; quasisep: tinygp's conditioning,
+``zoo.approx.quasisep.predict``; hsgp: the weights' posterior, ``zoo.approx.hsgp.predict``) against the exact rung's:
+``pred_mean_err``, the largest |mean - exact mean| in exact predictive sds, and ``pred_var_err``, the largest
+|variance / exact variance - 1``.
 Dense runs only up to ``--dense-max`` points (its N x N matrix: 0.8 GB at 10^4, 80 GB at 10^5).
 
 Run: ``taskset -c 1 python -m benchmarks.approximation_ladder --out bench_results/approximation_ladder``; writes
@@ -48,8 +53,8 @@ import numpyro
 import inference
 import zoo
 from inference.files.atomic import atomic_write_text
-from zoo import kernels
-from zoo.approx import quasisep
+from zoo import gp, kernels
+from zoo.approx import hsgp, quasisep
 from zoo.data.regression import noisy_sine
 from zoo.kernels import KernelError
 
@@ -67,6 +72,8 @@ HSGP = {
 KERNELS = {"sunspots": KERNEL, "synthetic": KERNEL, "plane": "M52"}
 PLANE = {"lengthscale": jnp.array([1.5, 1.5]), "variance": 1.0, "noise": 0.09}
 PLANE_MAX = 100_000  # HSGP's N x 256 basis and its gradient; dense stops at --dense-max
+PREDICT_MAX = 100_000  # tinygp's conditioning holds the N x 200 cross-covariance
+NUM_TEST = 200
 
 
 def sunspots(n: int | None) -> dict[str, np.ndarray]:
@@ -115,6 +122,30 @@ def time_gradient(spec, data, params, repeats: int) -> dict[str, float]:
         times.append(time.perf_counter() - start)
     megabytes = (memory.argument_size_in_bytes + memory.output_size_in_bytes + memory.temp_size_in_bytes) / 2**20
     return {"log_joint": float(value), "grad_s": min(times), "compile_s": compile_s, "memory_mb": megabytes}
+
+
+def test_inputs(X: np.ndarray) -> np.ndarray:
+    """(NUM_TEST, D) prediction points: evenly spaced over the data's range (1-D), uniform in its box (2-D)."""
+    low, high = X.min(0), X.max(0)
+    if X.shape[1] == 1:
+        return np.linspace(low[0], high[0], NUM_TEST)[:, None]
+    return np.random.default_rng(0).uniform(low, high, (NUM_TEST, X.shape[1]))
+
+
+def predict(rung: str, problem: str, data: dict, params: dict) -> tuple[np.ndarray, np.ndarray]:
+    """(mean, variance) of f at ``test_inputs`` under ``rung`` at hyperparameters ``params``, one compiled program."""
+    X, y = jnp.asarray(data["X"]), jnp.asarray(data["y"])
+    values = {k: v for k, v in params.items() if k != "noise"}
+    kernel = kernels.with_values(kernels.parse(KERNELS[problem]), values, D=X.shape[1])
+    noise, X_new = params["noise"], jnp.asarray(test_inputs(data["X"]))
+    if rung == "dense":
+        out = jax.jit(lambda: tuple(gp.predict(kernel, X, y, noise, X_new, full_cov=False)))()
+    elif rung == "quasisep":
+        out = jax.jit(lambda: quasisep.predict(kernel, X, y, noise, X_new))()
+    else:
+        m, c = HSGP[problem]["num_basis"], HSGP[problem]["boundary_factor"]
+        out = jax.jit(lambda: hsgp.predict(kernel, X, y, noise, X_new, m, c))()
+    return np.asarray(out[0]), np.asarray(out[1])
 
 
 def fit(spec, data) -> tuple[float, float]:
@@ -201,6 +232,9 @@ def run(sizes, dense_max: int, repeats: int, fit_max_grad_s: float, log=print) -
                 log(json.dumps(row))
                 rows.append(row)
                 continue
+            if n <= PREDICT_MAX and (rung != "dense" or n <= dense_max):
+                mean, var = predict(rung, problem, data, params)
+                row["pred_mean"], row["pred_var"] = mean.tolist(), var.tolist()
             if row["grad_s"] < fit_max_grad_s:
                 row["fit_s"], row["ml_lengthscale"] = fit(spec, data)
             log(json.dumps(row))
@@ -215,13 +249,19 @@ def with_errors(rows: list[dict]) -> list[dict]:
     for row in rows:
         group = [r for r in rows if (r["problem"], r["N"]) == (row["problem"], row["N"])]
         exact = [r for r in group if r["rung"] in ("dense", "quasisep") and "refused" not in r]
-        row = {k: v for k, v in row.items() if k not in ("logz_err", "ml_lengthscale_rel_err", "reference")}
+        derived = ("logz_err", "ml_lengthscale_rel_err", "reference", "pred_mean_err", "pred_var_err")
+        row = {k: v for k, v in row.items() if k not in derived}
         if "refused" in row:
             pass
         elif exact and row["rung"] != exact[0]["rung"]:
             row["logz_err"] = abs(row["log_joint"] - exact[0]["log_joint"])
         elif exact:
             row["reference"] = True
+        predicted = [r for r in exact if "pred_mean" in r]
+        if predicted and "pred_mean" in row and row["rung"] != predicted[0]["rung"]:
+            ref_mean, ref_var = np.asarray(predicted[0]["pred_mean"]), np.asarray(predicted[0]["pred_var"])
+            row["pred_mean_err"] = float(np.max(np.abs(np.asarray(row["pred_mean"]) - ref_mean) / np.sqrt(ref_var)))
+            row["pred_var_err"] = float(np.max(np.abs(np.asarray(row["pred_var"]) / ref_var - 1.0)))
         fitted = [r for r in exact if "ml_lengthscale" in r]
         if fitted and "ml_lengthscale" in row and row["rung"] != fitted[0]["rung"]:
             row["ml_lengthscale_rel_err"] = abs(row["ml_lengthscale"] / fitted[0]["ml_lengthscale"] - 1.0)
@@ -239,6 +279,8 @@ COLUMNS = [
     ("compile_s", "compile (s)", "{:.2g}"),
     ("memory_mb", "memory (MB)", "{:.3g}"),
     ("fit_s", "ML-II fit (s)", "{:.3g}"),
+    ("pred_mean_err", "pred. mean err (sds)", "{:.2g}"),
+    ("pred_var_err", "pred. var rel err", "{:.2g}"),
     ("logz_err", "abs log Z err vs exact", "{:.2g}"),
     ("ml_lengthscale_rel_err", "ML lengthscale rel err vs exact", "{:.2g}"),
 ]
@@ -248,7 +290,8 @@ def table(rows: list[dict]) -> str:
     lines = ["| " + " | ".join(title for _, title, _ in COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     for row in rows:
         if "refused" in row:
-            lines.append(f"| {row['problem']} | {row['N']:,} | {row['rung']} | refused: {row['refused']} ||||||")
+            empty = " |" * (len(COLUMNS) - 4)
+            lines.append(f"| {row['problem']} | {row['N']:,} | {row['rung']} | refused: {row['refused']} |{empty}")
             continue
         cells_ = [fmt.format(row[key]) if key in row else "-" for key, _, fmt in COLUMNS]
         # the rung the others are measured against: "ref" rather than a trivial 0

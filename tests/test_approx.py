@@ -183,6 +183,33 @@ def test_the_ladder_measures_each_rung_against_the_exact_one():
     out = with_errors([dense, refused, hsgp_row])
     assert [r.get("logz_err") for r in out] == [None, None, 0.5] and out[0]["reference"]
     assert "refused: takes 1-D inputs" in table(out).splitlines()[3]
+    # predictive errors: the largest mean difference in exact sds, the largest relative variance difference
+    dense |= {"pred_mean": [0.0, 1.0], "pred_var": [4.0, 1.0]}
+    hsgp_row |= {"pred_mean": [1.0, 1.5], "pred_var": [2.0, 1.5]}
+    out = with_errors([dense, refused, hsgp_row])
+    assert out[2]["pred_mean_err"] == 0.5 and out[2]["pred_var_err"] == 0.5 and "pred_mean_err" not in out[0]
+
+
+def test_approximate_predictions_against_the_dense_ones():
+    """The ladder's predictive errors rest on these: quasisep's (tinygp's conditioning) equal the dense predictive
+    mean and variance of f to rounding (measured ~1e-14); HSGP's approach them as m grows (SE, lengthscale 0.9, box
+    3x: measured 8.8e-2 at m = 16 and ~1e-14 at m = 64 for the mean)."""
+    X_new = jnp.linspace(-3.5, 3.5, 40)[:, None]
+    values = {"lengthscale": jnp.array([0.9]), "variance": 1.2}
+    m32, se = (kernels.with_values(kernels.parse(e), values, D=1) for e in ("M32", "SE"))
+
+    def exact(k):
+        return jax.jit(lambda: tuple(gp.predict(k, X, Y, NOISE, X_new, full_cov=False)))()
+
+    mean, var = jax.jit(lambda: quasisep.predict(m32, X, Y, NOISE, X_new))()
+    ref_mean, ref_var = exact(m32)
+    assert np.max(np.abs(mean - ref_mean)) < 1e-10 and np.max(np.abs(var - ref_var)) < 1e-10
+    ref_mean, ref_var = exact(se)
+    errors = [
+        np.max(np.abs(jax.jit(lambda m=m: hsgp.predict(se, X, Y, NOISE, X_new, m, 3.0))()[0] - ref_mean))
+        for m in (16, 64)
+    ]
+    assert errors[0] > 1e-3 and errors[1] < 1e-8, errors
 
 
 # -- HSGP in the latent-GP (non-conjugate) models ------------------------------------------------------------------
