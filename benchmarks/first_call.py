@@ -4,8 +4,11 @@ A user's first call pays compilation: every engine program is compiled once per 
 process, and the persistent cache (``zoo.config``) shortens it in later processes. Each cell runs in its own Python
 process twice, on one fresh cache directory: first cold (the cache is empty), then warm (the first process filled it).
 Reported per cell: the engine's own ``compile_s`` and ``run_s`` (``inference.run``'s timer), the process's wall
-time from start to result (imports included), and the ``compile_s`` of a second call in the same process on new data
-of the same shapes with another seed (0 when nothing compiles twice)::
+time from start to result (imports included) and its CPU time (less sensitive to other processes on a shared
+machine), the number of XLA programs the first ``inference.run`` built (its
+engine programs and every op run eagerly outside them; ``jax.monitoring``'s backend-compile events, of which the
+persistent cache's hits are counted apart), and the ``compile_s`` and program count of a second call in the same
+process on new data of the same shapes with another seed (0 when nothing compiles twice)::
 
     taskset -c 0 python -m benchmarks.first_call --out bench_results/first_call
     taskset -c 0 python -m benchmarks.first_call --engines nuts svi   # a subset
@@ -49,15 +52,32 @@ import time
 start = time.perf_counter()
 import json, sys
 import jax
+import jax.monitoring
+counts = {"programs": 0, "cache_hits": 0}
+def count_program(event, duration, **kwargs):
+    if event == "/jax/core/compile/backend_compile_duration":  # one executable built: compiled or read from the cache
+        counts["programs"] += 1
+def count_hit(event, **kwargs):
+    if event == "/jax/compilation_cache/cache_hits":
+        counts["cache_hits"] += 1
+jax.monitoring.register_event_duration_secs_listener(count_program)
+jax.monitoring.register_event_listener(count_hit)
 import inference, zoo
 model, size, engine, options = json.loads(sys.argv[1])
 data = zoo.get(model).simulate(jax.random.key(0), **size)
+before = dict(counts)
 idata = inference.run(model, data, engine=engine, seed=0, **options)
 attrs = idata.posterior.attrs
 process_s = time.perf_counter() - start
+cpu_s = time.process_time()  # this process's CPU time: less sensitive than wall time to other processes' load
+programs = counts["programs"] - before["programs"]
+hits = counts["cache_hits"] - before["cache_hits"]
 # A second call in the same process, new data of the same shapes and another seed: it should compile nothing.
-again = inference.run(model, zoo.get(model).simulate(jax.random.key(1), **size), engine=engine, seed=1, **options)
-result = {"compile_s": attrs["compile_s"], "run_s": attrs["run_s"], "process_s": process_s}
+again_data = zoo.get(model).simulate(jax.random.key(1), **size)
+before = dict(counts)
+again = inference.run(model, again_data, engine=engine, seed=1, **options)
+result = {"compile_s": attrs["compile_s"], "run_s": attrs["run_s"], "process_s": process_s, "cpu_s": cpu_s}
+result.update(programs=programs, cache_hits=hits, second_programs=counts["programs"] - before["programs"])
 print(json.dumps({**result, "second_compile_s": again.posterior.attrs["compile_s"]}))
 """
 
@@ -93,18 +113,22 @@ def measure(engines: list[str]) -> dict[str, dict]:
 
 def table(rows: dict[str, dict]) -> str:
     lines = [
-        "| engine | model | cold: compile (s) | cold: run (s) | cold: process (s) | warm: compile (s)"
-        " | warm: process (s) | second call: compile (s) |",
-        "|---|---|---|---|---|---|---|---|",
+        "| engine | model | cold: compile (s) | cold: run (s) | cold: process (s) | cold: CPU (s) | cold: programs"
+        " | warm: compile (s) | warm: process (s) | warm: CPU (s) | warm: programs (cache hits)"
+        " | second call: compile (s), programs |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for engine, row in rows.items():
         cold, warm = row["cold"], row["warm"]
         if "error" in cold or "error" in warm:
-            lines.append(f"| {engine} | {CELLS[engine][0]} | failed: {cold.get('error') or warm.get('error')} ||||||")
+            error = cold.get("error") or warm.get("error")
+            lines.append(f"| {engine} | {CELLS[engine][0]} | failed: {error} ||||||||||")
             continue
         lines.append(
             f"| {engine} | {CELLS[engine][0]} | {cold['compile_s']:.1f} | {cold['run_s']:.2f} | {cold['process_s']:.1f}"
-            f" | {warm['compile_s']:.1f} | {warm['process_s']:.1f} | {cold['second_compile_s']:.2f} |"
+            f" | {cold['cpu_s']:.1f} | {cold['programs']} | {warm['compile_s']:.1f} | {warm['process_s']:.1f}"
+            f" | {warm['cpu_s']:.1f} | {warm['programs']} ({warm['cache_hits']})"
+            f" | {cold['second_compile_s']:.2f}, {cold['second_programs']} |"
         )
     return "\n".join(lines) + "\n"
 

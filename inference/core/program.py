@@ -51,14 +51,16 @@ def resolve_params(spec: ModelSpec, dataset: Dataset, params: Mapping[str, Any] 
         if name not in latent:
             raise OptionError(_unknown_parameter(spec, name, latent))
         shape = latent[name].shape
+        # Checked in NumPy: run in jnp, these few checks compiled a dozen small programs per call
+        # (docs/performance.md#first-call-eager)
         try:
-            array = jnp.broadcast_to(jnp.asarray(value, dtype=float), shape)
+            array = np.broadcast_to(np.asarray(value, dtype=float), shape)
         except ValueError:
             raise OptionError(f"params[{name!r}] has shape {np.shape(value)}; the site has shape {shape}.") from None
         support = latent[name].support
-        if not bool(jnp.all(support(array))) or not bool(jnp.all(jnp.isfinite(array))):
+        if not np.all(np.asarray(support(array))) or not np.all(np.isfinite(array)):
             raise OptionError(f"params[{name!r}] = {value!r} is outside the support of the site ({support}).")
-        resolved[name] = array
+        resolved[name] = jnp.asarray(array)
     return resolved
 
 

@@ -21,6 +21,7 @@ from typing import Any
 import blackjax
 import jax
 import jax.numpy as jnp
+import numpy as np
 from blackjax.adaptation.metric_recipes import lookup_recipe
 from blackjax.adaptation.staged_adaptation import _make_engine, build_schedule
 from jax.flatten_util import ravel_pytree
@@ -62,7 +63,7 @@ def initial_positions(
     keys = jax.random.split(key, num_chains)
     search = _initial_search(model, float(radius), check_gradient)
     z, valid = search(keys, params, observed) if timer is None else timer.call(search, keys, params, observed)
-    if not bool(jnp.all(valid)):
+    if not np.all(np.asarray(valid)):  # host-side: a jnp call here would compile its own small program
         return _eager_initial_positions(model, keys, params, observed, radius)
     return z
 
@@ -131,10 +132,10 @@ def sampler(model, algorithm: str, num_warmup: int, num_samples: int, static: tu
     family = getattr(blackjax, algorithm)
     kernel = family.build_kernel()
     adapt_init, adapt_update, adapt_final = stan_adaptation(dense_mass, target_accept)
-    schedule = build_schedule(num_warmup)
 
     def one_chain(start, params, observed):
         key, z0 = start
+        schedule = build_schedule(num_warmup)  # built in the trace: a constant of the program, not an eager op
 
         def logdensity(z):
             return -potential_energy(model, (params,), observed, z)
@@ -193,12 +194,13 @@ def _run(algorithm: str, spec, dataset, key, timer, **options: Any) -> EngineOut
     for check_gradient in (False, True):
         z0 = initial_positions(model, k_init, options["num_chains"], params, observed, radius, timer, check_gradient)
         posterior, stats, warmup_steps, finite = chains.run(timer, (keys, z0), params, observed, sequential=sequential)
-        if bool(jnp.all(finite)):
+        if np.all(np.asarray(finite)):
             break
+    # Host-side bookkeeping in NumPy: a jnp call on results compiles a program (docs/performance.md#first-call-eager)
     return EngineOutput(
         posterior=posterior,
         sample_stats=stats,
-        num_grad_evals=int(jnp.sum(stats["n_steps"]) + jnp.sum(warmup_steps)),
+        num_grad_evals=int(np.sum(np.asarray(stats["n_steps"])) + np.sum(np.asarray(warmup_steps))),
     )
 
 

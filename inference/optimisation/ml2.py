@@ -151,31 +151,49 @@ def _lbfgs(loss, z0, max_steps: int, tol: float):
     return z, trace, steps
 
 
-def _starts(spec, sites: dict, init: dict, key, num_chains: int, radius: float) -> dict:
-    """Unconstrained starting points (chain, *site shape) (module docstring)."""
+def _starts(spec, sites: dict, init: dict, key, num_chains: int, radius: float, timer) -> dict:
+    """Unconstrained starting points (chain, *site shape) (module docstring).
+
+    Host-side where it can be: the given values are checked in NumPy and the noise is added there; the noise of all
+    sites is drawn by one compiled program. Run op by op, the same arithmetic compiled a dozen small programs per
+    call (docs/performance.md#first-call-eager). Compiled together, XLA would fuse the multiply and add into one FMA and
+    move the starts by an ulp; split this way they equal the op-by-op ones bit for bit."""
     unknown = set(init) - set(sites)
     if unknown:
         raise OptionError(
             f"ml2: init names {sorted(unknown)}, which are not free sites of {spec.name!r}: {list(sites)}."
         )
-    starts = {}
+    centres = {}
     for name, site in sites.items():
-        shape, transform = site.shape, biject_to(site.support)
         given = init.get(name, spec.default_params.get(name))
-        if given is not None:
-            try:
-                value = jnp.broadcast_to(jnp.asarray(given, float), shape)
-            except ValueError:
-                raise OptionError(f"ml2: init[{name!r}] has shape {jnp.shape(given)}; the site has {shape}.") from None
-            if not bool(jnp.all(site.support(value))):
-                raise OptionError(f"ml2: init[{name!r}] = {given!r} is outside the site's support.")
-            z = transform.inv(value)
-        else:
-            z = jnp.zeros(shape)
-        key, sub = jax.random.split(key)
-        noise = radius * jax.random.normal(sub, (num_chains, *shape)).at[0].set(0.0)
-        starts[name] = z + noise
-    return starts
+        if given is None:
+            centres[name] = np.zeros(site.shape)
+            continue
+        try:
+            value = np.broadcast_to(np.asarray(given, float), site.shape)
+        except ValueError:
+            raise OptionError(f"ml2: init[{name!r}] has shape {np.shape(given)}; the site has {site.shape}.") from None
+        if not np.all(np.asarray(site.support(value))):
+            raise OptionError(f"ml2: init[{name!r}] = {given!r} is outside the site's support.")
+        centres[name] = np.asarray(biject_to(site.support).inv(jnp.asarray(value)))
+    shapes = tuple((name, site.shape) for name, site in sites.items())
+    noise = timer.call(_noise_program(shapes, num_chains, radius), key)
+    return {name: centres[name] + np.asarray(noise[name]) for name, _ in shapes}
+
+
+@program_cache
+def _noise_program(shapes: tuple, num_chains: int, radius: float):
+    """``jit(key -> noise)``: for each site of ``shapes`` ((name, shape), ...) in order, one key split and radius x
+    N(0, I) of shape (num_chains, *shape), zero for chain 0."""
+
+    def noise(key):
+        out = {}
+        for name, shape in shapes:
+            key, sub = jax.random.split(key)
+            out[name] = radius * jax.random.normal(sub, (num_chains, *shape)).at[0].set(0.0)
+        return out
+
+    return jax.jit(noise)
 
 
 @register_engine(
@@ -200,7 +218,8 @@ def ml2(spec, dataset, key, timer, **options) -> EngineOutput:
     sites = {name: site for name, site in latent_sites(spec, dataset).items() if name not in params}
     if not sites:
         raise OptionError(f"ml2: every parameter of {spec.name!r} is fixed by params; nothing to optimise.")
-    z0 = _starts(spec, sites, dict(options["init"]), key, options["num_chains"], float(options["init_radius"]))
+    init, chains, radius = dict(options["init"]), options["num_chains"], float(options["init_radius"])
+    z0 = _starts(spec, sites, init, key, chains, radius, timer)
     if options["optimizer"] == "host-lbfgs":
         tol, ftol = float(options["tolerance"]), float(options["ftol"])
         outputs = _host_chains(spec, options["objective"], timer, z0, params, observed, options["num_steps"], tol, ftol)
@@ -208,7 +227,7 @@ def ml2(spec, dataset, key, timer, **options) -> EngineOutput:
         outputs = _vmapped_chains(spec, options, timer, z0, params, observed)
     values, trace, iterations, likelihood, prior = outputs
     return EngineOutput(
-        posterior={name: value[:, None] for name, value in values.items()},
+        posterior={name: np.asarray(value)[:, None] for name, value in values.items()},  # NumPy: no compiled op
         point_estimates={**values, "log_likelihood": likelihood, "log_prior": prior, "iterations": iterations},
         traces={"objective": trace},
         num_lik_evals=int(np.sum(np.asarray(iterations))),

@@ -232,13 +232,13 @@ def svi(spec, dataset, key, timer, **options) -> EngineOutput:
         # fits are laid out chain-major: fit c * restarts + r is restart r of chain c
         kept = kept * restarts + np.argmax(np.asarray(scores).reshape(chains, restarts), 1)
         point_extra["final_elbo"] = np.asarray(scores)[kept]
-    guide_params = jax.tree.map(lambda x: x[kept], guide_params)
-    draws, point = draw_runner(spec, kind, options["num_samples"]).run(
-        timer, (keys[kept], guide_params), params, observed
-    )
+    if restarts > 1:  # with one fit per chain every fit is kept; indexing would compile a gather per array
+        guide_params = jax.tree.map(lambda x: x[kept], guide_params)
+        keys = keys[kept]
+    draws, point = draw_runner(spec, kind, options["num_samples"]).run(timer, (keys, guide_params), params, observed)
     return EngineOutput(
         posterior=draws,
         point_estimates={**point, **point_extra},
-        traces={"elbo": -losses[kept]},
+        traces={"elbo": -np.asarray(losses)[kept]},
         num_grad_evals=fits * options["num_steps"] * options["num_particles"],
     )

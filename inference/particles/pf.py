@@ -621,6 +621,14 @@ def filter_runner(view, num_particles, num_samples, method, resampler):
     return vmapped_chains(one_run)
 
 
+@jax.jit
+def _run_evidence(log_lik):
+    """(each run's log-likelihood (C,), log mean over runs of its exp) of log_lik (C, K): one compiled program, where
+    the same few operations run one by one compiled a dozen (docs/performance.md#first-call-eager)."""
+    per_run = jnp.sum(log_lik, axis=1)
+    return per_run, logsumexp(per_run) - jnp.log(per_run.shape[0])
+
+
 @register_engine(
     "pf",
     requires={"state_space"},
@@ -646,11 +654,11 @@ def pf(spec, dataset, key, timer, **options) -> EngineOutput:
     )
     keys = jax.random.split(key, options["num_chains"])
     paths, log_lik, mean, var = runner.run(timer, keys, options["params"], observed_args(dataset))
-    per_run = jnp.sum(log_lik, axis=1)
+    per_run, log_evidence = timer.call(_run_evidence, log_lik)
     return EngineOutput(
         posterior={ssm.STATES: paths},
         point_estimates={"filter_mean": mean, "filter_var": var, "log_likelihood": per_run},
-        log_evidence=float(logsumexp(per_run) - jnp.log(per_run.shape[0])),
+        log_evidence=float(log_evidence),
         num_lik_evals=options["num_chains"],
     )
 

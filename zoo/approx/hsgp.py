@@ -22,6 +22,7 @@ from typing import Any
 
 import jax.numpy as jnp
 import numpyro.distributions as dist
+from jax.scipy.linalg import cho_solve, solve_triangular
 from numpyro.contrib.hsgp.laplacian import eigenfunctions, eigenfunctions_periodic
 from numpyro.contrib.hsgp.spectral_densities import (
     diag_spectral_density_matern,
@@ -122,13 +123,32 @@ def _basis(kernel: Kernel, X: Array, half_range: Array, num_basis: int, boundary
     return phi, spd
 
 
-def basis(kernel: Kernel, X: Array, num_basis: int, boundary_factor: float) -> tuple[Array, Array]:
-    """(Phi, S) with K(X) ~ Phi diag(S) Phi^T. The box is centred on the data's midpoint per column; a column with
-    a single value gets half-width 1 rather than 0 (the eigenfunctions divide by it)."""
+def box(X: Array) -> tuple[Array, Array]:
+    """(centre (D,), half-range (D,)) of the data X (N, D): the box is centred on the data's midpoint per column; a
+    column with a single value gets half-width 1 rather than 0 (the eigenfunctions divide by it)."""
     low, high = jnp.min(X, 0), jnp.max(X, 0)
     half_range = (high - low) / 2.0
-    half_range = jnp.where(half_range > 0, half_range, 1.0)
-    return _basis(kernel, X - (low + high) / 2.0, half_range, num_basis, boundary_factor)
+    return (low + high) / 2.0, jnp.where(half_range > 0, half_range, 1.0)
+
+
+def basis(kernel: Kernel, X: Array, num_basis: int, boundary_factor: float, at: Array | None = None):
+    """(Phi, S) with K(X) ~ Phi diag(S) Phi^T, the box that of X (``box``); with ``at`` (M, D), Phi at those points
+    in X's box (for prediction)."""
+    centre, half_range = box(X)
+    points = X if at is None else at
+    return _basis(kernel, points - centre, half_range, num_basis, boundary_factor)
+
+
+def predict(kernel: Kernel, X: Array, y: Array, noise: Array, X_new: Array, num_basis: int, boundary_factor: float):
+    """(mean (M,), variance (M,)) of f at X_new given y at X under the HSGP prior f = B w, B = Phi diag(sqrt(S)),
+    w ~ N(0, I): w | y is Gaussian with precision I + B^T B / noise (Solin & Sarkka 2020, sec. 4), by Cholesky."""
+    phi, spd = basis(kernel, X, num_basis, boundary_factor)
+    phi_new, _ = basis(kernel, X, num_basis, boundary_factor, at=X_new)
+    B, B_new = phi * jnp.sqrt(spd), phi_new * jnp.sqrt(spd)
+    L = jnp.linalg.cholesky(jnp.eye(B.shape[1]) + B.T @ B / noise)
+    mean_w = cho_solve((L, True), B.T @ y / noise)
+    V = solve_triangular(L, B_new.T, lower=True)
+    return B_new @ mean_w, jnp.sum(V**2, 0)
 
 
 def evidence(kernel: Kernel, X: Array, noise: Array, num_basis: int, boundary_factor: float):

@@ -118,3 +118,14 @@ def evidence(kernel: Kernel, X: Array, noise: Array) -> QuasisepEvidence:
     """The evidence distribution of y at inputs X (N, 1) for the regression program."""
     check_inputs(X.shape[1])
     return QuasisepEvidence(kernel, X[:, 0], noise)
+
+
+def predict(kernel: Kernel, X: Array, y: Array, noise: Array, X_new: Array) -> tuple[Array, Array]:
+    """(mean (M,), variance (M,)) of f at X_new (M, 1) given y at X (N, 1): tinygp's conditioning of the
+    quasiseparable GP, exact (it equals ``zoo.gp.predict``)."""
+    check_inputs(X.shape[1])
+    X, y = jnp.asarray(X), jnp.asarray(y)
+    order = jnp.argsort(X[:, 0])
+    gp = GaussianProcess(to_tinygp(kernel), X[order, 0], diag=noise, assume_sorted=True)
+    posterior = gp.condition(y[order], X_new[:, 0], diag=0.0).gp  # f itself: no sqrt(eps) jitter of tinygp
+    return posterior.loc, posterior.variance
