@@ -14,7 +14,7 @@ import zoo
 from zoo import nonconjugate as nc
 from zoo import sparse as sp
 from zoo import sparse_nonconjugate as sn
-from zoo.errors import DataError
+from zoo.errors import DataError, OptionError
 from zoo.kernels import SquaredExponential
 
 KERNEL = SquaredExponential(1.3, jnp.array([0.7]))
@@ -141,3 +141,11 @@ def test_bad_observations_fail_before_compilation(likelihood, y, message):
     data = {"X": X, "Z": X[:3], "y": np.r_[np.zeros(5), y]}
     with pytest.raises(DataError, match=message):
         inference.run(spec, data, engine="svi", guide="model", num_steps=2)
+
+
+def test_quadrature_points_past_numpys_finite_weights_are_refused():
+    """numpy's hermegauss weights overflow to NaN past ~370 nodes: the option and the function stop at 200."""
+    with pytest.raises(OptionError, match="quadrature_points"):
+        zoo.get("gp/svgp-nonconjugate", quadrature_points=400)
+    with pytest.raises(OptionError, match="2 to 200 nodes"):
+        sn.gauss_hermite(400)

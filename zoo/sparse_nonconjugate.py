@@ -6,12 +6,14 @@ q(v) = N(m, S S^T) and q(f_n) = N(a_n^T m, k_nn - |a_n|^2 + |S^T a_n|^2), a_n = 
 ``zoo.sparse`` (whose Gaussian-likelihood ``svgp_elbo`` this reproduces for ``Likelihood("gaussian")``). The
 likelihoods are ``zoo.nonconjugate.Likelihood`` (one definition of log p(y | f) and of the support checks).
 
-The one-dimensional expectations E_{N(f | mu, s2)} g(f) are Gauss-Hermite quadrature with ``GH_POINTS`` = 20
-probabilists' nodes (``numpy.polynomial.hermite_e.hermegauss``): exact for polynomials of degree <= 39 (so for the
-Gaussian likelihood), and for Poisson's exp(f) the truncation error is ~ s^40 / 40!, below 1e-16 relative for sd
-s <= 3; log Phi and log sigmoid are smooth with linear/quadratic tails, and Student-t's log(1 + r^2 / (df s2)) is
-analytic in a strip, so the error decays geometrically in the node count (tests/test_sparse_nonconjugate.py checks
-Poisson against its closed form and probit against Monte Carlo). 20 is also GPflow's default.
+The one-dimensional expectations E_{N(f | mu, s2)} g(f) are Gauss-Hermite quadrature with ``quadrature_points``
+(default ``GH_POINTS`` = 20) probabilists' nodes (``numpy.polynomial.hermite_e.hermegauss``): exact for polynomials
+of degree <= 39 (so for the Gaussian likelihood); for Poisson's exp(f) the truncation error is of order s^40 / 40!.
+log Phi, log sigmoid and the Student-t log density are analytic near the real axis, so the error falls geometrically
+with the node count, at a rate set by s against the distance to the nearest complex singularity: for Student-t that
+distance is the t scale, so when the sd of f is many t scales the default is not enough (measured in
+docs/performance.md#svgp-quadrature; raise the option). tests/test_sparse_nonconjugate.py checks Poisson against
+its closed form and probit against Monte Carlo.
 
 Program (``gp/svgp-nonconjugate``): the SE-ARD hyperparameters ``lengthscale`` (D,), ``variance`` with the priors of
 ``gp/svgp``, ``mean`` ~ N(0, 1) (the constant log-rate) for Poisson, ``noise`` (squared scale) for Student-t;
@@ -36,6 +38,7 @@ from numpyro.distributions import constraints
 from zoo import gp
 from zoo import nonconjugate as nc
 from zoo import sparse as sp
+from zoo.errors import OptionError
 from zoo.kernels import Kernel, SquaredExponential
 from zoo.options import Option
 from zoo.registry import Dataset, ModelSpec, frozen, positive_int, register_family
@@ -43,12 +46,15 @@ from zoo.registry import Dataset, ModelSpec, frozen, positive_int, register_fami
 Array = Any
 
 GH_POINTS = 20
+MAX_GH_POINTS = 200  # numpy's hermegauss weights overflow to NaN past about 370 nodes
 LIKELIHOODS = ("bernoulli-probit", "bernoulli-logit", "poisson", "student-t")
 VAR_FLOOR = 1e-30  # sqrt's gradient at a roundoff-zero variance would be inf; the floor moves f by 1e-15 at most
 
 
 def gauss_hermite(num_points: int = GH_POINTS) -> tuple[np.ndarray, np.ndarray]:
     """Nodes x_k and weights w_k (num_points,) with sum_k w_k g(x_k) ~ E_{N(0, 1)} g (weights normalised to 1)."""
+    if not 2 <= num_points <= MAX_GH_POINTS:
+        raise OptionError(f"Gauss-Hermite needs 2 to {MAX_GH_POINTS} nodes, got {num_points}.")
     nodes, weights = np.polynomial.hermite_e.hermegauss(num_points)
     return nodes, weights / weights.sum()
 
@@ -72,10 +78,11 @@ def svgp_expected_log_lik(
     params,
     prior_mean: Array = 0.0,
     jitter: float = gp.JITTER,
+    num_points: int = GH_POINTS,
 ) -> Array:
     """Per-point E_{q(f_n)} log p(y_n | f_n): (N,), q(f_n) from ``sparse.sparse_predict`` shifted by the prior mean."""
     marginal = sp.sparse_predict(kernel, Z, q, X, jitter)
-    return expected_log_lik(likelihood, y, marginal.mean + prior_mean, marginal.cov, params)
+    return expected_log_lik(likelihood, y, marginal.mean + prior_mean, marginal.cov, params, num_points)
 
 
 def svgp_elbo(
@@ -88,9 +95,10 @@ def svgp_elbo(
     params,
     prior_mean: Array = 0.0,
     jitter: float = gp.JITTER,
+    num_points: int = GH_POINTS,
 ) -> Array:
     """The bound sum_n E_{q(f_n)} log p(y_n | f_n) - KL(q(v) || N(0, I)) (Hensman et al. 2015, eq. 3)."""
-    expected = svgp_expected_log_lik(likelihood, kernel, X, y, Z, q, params, prior_mean, jitter)
+    expected = svgp_expected_log_lik(likelihood, kernel, X, y, Z, q, params, prior_mean, jitter, num_points)
     return jnp.sum(expected) - sp.kl_whitened(q)
 
 
@@ -114,7 +122,7 @@ def _hyperparameters(D: int, likelihood: nc.Likelihood) -> tuple[Kernel, Array, 
     return SquaredExponential(variance, lengthscale), mean, likelihood.sample_params()
 
 
-def svgp_nonconjugate(X, Z, y=None, *, likelihood: nc.Likelihood, batch_size=None):
+def svgp_nonconjugate(X, Z, y=None, *, likelihood: nc.Likelihood, batch_size=None, num_points: int = GH_POINTS):
     """Whitened SVGP program with a non-Gaussian likelihood (module docstring). X (N, D), Z (M, D), y (N,)."""
     kernel, prior_mean, params = _hyperparameters(X.shape[1], likelihood)
     sp.check_sparse_data(X, None, Z)
@@ -131,7 +139,7 @@ def svgp_nonconjugate(X, Z, y=None, *, likelihood: nc.Likelihood, batch_size=Non
             f = numpyro.sample("f", dist.Normal(mean, jnp.sqrt(jnp.maximum(k_tilde, VAR_FLOOR))))
             numpyro.sample("y", likelihood.distribution(f, params))
         else:
-            numpyro.factor("expected_log_lik", expected_log_lik(likelihood, y[idx], mean, k_tilde, params))
+            numpyro.factor("expected_log_lik", expected_log_lik(likelihood, y[idx], mean, k_tilde, params, num_points))
 
 
 def _hyperparameter_params(D: int, likelihood: nc.Likelihood):
@@ -206,26 +214,34 @@ SOURCE = "Hensman, Matthews & Ghahramani 2015 (SVGP classification); docs/source
         "df": Option("float", 4.0, "Student-t degrees of freedom (fixed; student-t only)", above=0.0),
         "num_inducing": sp.INDUCING_OPTION,
         "batch_size": sp.BATCH_OPTION,
+        "quadrature_points": Option(
+            "int", GH_POINTS, "Gauss-Hermite nodes per expectation", minimum=2, maximum=MAX_GH_POINTS
+        ),
     },
     "SVGP with a non-Gaussian likelihood (Gauss-Hermite expectations), whitened q(v), minibatch plate; guide view",
     SOURCE,
 )
-def _svgp_nonconjugate(likelihood: str, df: float, num_inducing: int, batch_size: int | None) -> ModelSpec:
+def _svgp_nonconjugate(
+    likelihood: str, df: float, num_inducing: int, batch_size: int | None, quadrature_points: int
+) -> ModelSpec:
     lik = nc.Likelihood(likelihood, df=float(df))
     defaults = {"lengthscale": 1.0, "variance": 1.0} | ({"mean": 0.0} if likelihood == "poisson" else {})
     if lik.sites:
         defaults["noise"] = 0.1
     return SparseNonconjugateSpec(
         name="gp/svgp-nonconjugate",
-        summary=f"SVGP, {likelihood} likelihood by {GH_POINTS}-point Gauss-Hermite, whitened q(v), minibatch plate",
+        summary=f"SVGP, {likelihood} likelihood, {quadrature_points}-point Gauss-Hermite, whitened q(v), minibatches",
         source=SOURCE,
-        program=partial(svgp_nonconjugate, likelihood=lik, batch_size=batch_size),
+        program=partial(svgp_nonconjugate, likelihood=lik, batch_size=batch_size, num_points=quadrature_points),
         simulate=partial(simulate, likelihood=lik, m=num_inducing),
         data_shapes=sp.SPARSE_SHAPES,
         default_params=frozen(defaults),
         capabilities=frozenset({"continuous"}),
         views=frozen(
-            {"guide": partial(svgp_nonconjugate_guide, likelihood=lik, batch_size=batch_size), "likelihood": lik}
+            {
+                "guide": partial(svgp_nonconjugate_guide, likelihood=lik, batch_size=batch_size),
+                "likelihood": lik,
+            }
         ),
     )
 
