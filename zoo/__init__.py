@@ -23,6 +23,7 @@ from zoo import (  # noqa: E402,F401  (registers the models)
     nvc,
     regression,
     sparse,
+    sparse_nonconjugate,
     variational_input,
 )
 from zoo.programs import model  # noqa: E402
