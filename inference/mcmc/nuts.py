@@ -162,7 +162,9 @@ def _run_from_pathfinder(chains, key, timer, options, model, params, observed, k
     k_init, _ = jax.random.split(key)
     radius = float(options["init_radius"])
     z0, init_grads, pareto_k = pathfinder_starts(model, k_init, options["num_chains"], params, observed, radius, timer)
-    posterior, stats, warmup_steps, _ = chains.run(timer, (keys, z0), params, observed, sequential=sequential)
+    posterior, stats, warmup_steps, finite = chains.run(timer, (keys, z0), params, observed, sequential=sequential)
+    if not bool(jnp.all(finite)):  # Pathfinder's draws have a finite density; a gradient need not be (uniform retries)
+        raise FloatingPointError("nuts: a start drawn by Pathfinder has a non-finite gradient; use init='uniform'")
     stats = {**stats, **{k: jnp.full(stats["lp"].shape, v) for k, v in init_statistics(init_grads, pareto_k).items()}}
     return EngineOutput(
         posterior=posterior,
