@@ -55,6 +55,21 @@ def resolve_chain_method(value: str, backend: str) -> str:
     return "sequential" if backend == "cpu" else "vectorized"
 
 
+# Where an MCMC engine's chains start (docs/gym.md#pathfinder-init). Not the ``init`` mapping of starting site
+# values below: engines with this option start from a distribution, not from given values.
+CHAIN_INITS = ("uniform", "pathfinder")
+
+
+def chain_init() -> Option:
+    return Option(
+        "str",
+        "uniform",
+        "where chains start: uniform on (-init_radius, init_radius) in the unconstrained space, or pathfinder: draws "
+        "of multi-path Pathfinder's PSIS-resampled approximation (its paths start uniform; its gradients counted)",
+        choices=CHAIN_INITS,
+    )
+
+
 def target_accept(default: float = 0.8) -> Option:
     return Option("float", default, "target acceptance rate of step-size adaptation", above=0.0, below=1.0)
 

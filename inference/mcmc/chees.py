@@ -24,10 +24,11 @@ from inference.core.api import EngineOutput, register_engine
 from inference.core.cache import program_cache
 from inference.core.program import conditioned_program, observed_args
 from inference.mcmc import gym_common as common
+from inference.mcmc.pathfinder import chain_starts
 from inference.optimisation import solver
 from zoo.options import Option
 
-RUNNER_OPTIONS = {"num_chains", "num_samples", "num_warmup", "params", "init_radius"}
+RUNNER_OPTIONS = {"num_chains", "num_samples", "num_warmup", "params", "init_radius", "init"}
 
 
 @program_cache
@@ -104,6 +105,7 @@ def sampler(model, num_chains: int, num_warmup: int, num_samples: int, static: t
         "initial_step_size": Option("float", 0.1, "leapfrog step size at the start of the warm-up", above=0.0),
         "max_leapfrog_steps": Option("int", 1000, "cap on leapfrog steps per trajectory", minimum=1),
         "diagonal_mass": Option("bool", True, "estimate a diagonal inverse mass matrix across chains during warm-up"),
+        "init": opt.chain_init(),
     },
     summary="ChEES-adapted jittered HMC (BlackJAX): many chains in lockstep, trajectory length by the ChEES criterion",
 )
@@ -111,12 +113,18 @@ def chees(spec, dataset, key, timer, **options: Any) -> EngineOutput:
     model = conditioned_program(spec)
     params, observed = options["params"], observed_args(dataset)
     k_init, k_run = jax.random.split(key)
-    z0 = common.starts(model, k_init, options["num_chains"], params, observed, options["init_radius"], timer)
+    z0, init_grads, init_stats = chain_starts(
+        options["init"], model, k_init, options["num_chains"], params, observed, options["init_radius"], timer
+    )
     static = common.static_options(options, RUNNER_OPTIONS)
     program = sampler(model, options["num_chains"], options["num_warmup"], options["num_samples"], static)
     posterior, stats, warmup_steps = timer.call(program, k_run, z0, params, observed)
-    # Per chain: one gradient at the start (dhmc.init) and one per leapfrog step (velocity Verlet reuses the
-    # gradient of the previous position), warm-up and sampling.
-    stats = {**stats, "grad_evals": 1 + warmup_steps[:, None] + jnp.cumsum(stats["n_steps"], axis=1)}
+    # Per chain: an even share of the gradients spent finding the starts (init="pathfinder"), one gradient at the
+    # start (dhmc.init) and one per leapfrog step (velocity Verlet reuses the gradient of the previous position),
+    # warm-up and sampling.
+    share = init_grads / options["num_chains"]
+    grad_evals = share + 1 + warmup_steps[:, None] + jnp.cumsum(stats["n_steps"], axis=1)
+    stats = {**stats, "grad_evals": grad_evals, **{k: jnp.full(grad_evals.shape, v) for k, v in init_stats.items()}}
     leapfrogs = int(jnp.sum(warmup_steps)) + int(jnp.sum(stats["n_steps"]))
-    return EngineOutput(posterior=posterior, sample_stats=stats, num_grad_evals=options["num_chains"] + leapfrogs)
+    total = init_grads + options["num_chains"] + leapfrogs
+    return EngineOutput(posterior=posterior, sample_stats=stats, num_grad_evals=total)

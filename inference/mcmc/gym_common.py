@@ -4,7 +4,8 @@ constrained draws and the options every one of them declares.
 
 The log density is the one ``nuts`` samples (``-potential_energy``: log-Jacobian included), and the starts are
 ``nuts``' start search (uniform on (-r, r) in the unconstrained space, retried until the potential and its gradient
-are finite), so the engines differ from NUTS in the sampler only.
+are finite: ``inference.mcmc.starts``), so the engines differ from NUTS in the sampler only. ``init="pathfinder"``
+(``inference.mcmc.pathfinder.chain_starts``, docs/gym.md#pathfinder-init) starts ``mams`` and ``chees`` elsewhere.
 """
 
 from typing import Any
@@ -13,7 +14,7 @@ import jax
 from numpyro.infer.util import constrain_fn, potential_energy
 
 from inference.core import options as opt
-from inference.mcmc.nuts import initial_positions
+from inference.mcmc.starts import initial_positions
 from zoo.errors import IncompatibleEngineError
 from zoo.options import Option
 

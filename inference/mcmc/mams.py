@@ -19,16 +19,18 @@ import jax.numpy as jnp
 from blackjax.mcmc.adjusted_mclmc_dynamic import make_random_trajectory_length_fn
 from blackjax.mcmc.integrators import isokinetic_mclachlan
 
+from inference.core import options as opt
 from inference.core.api import EngineOutput, register_engine
 from inference.core.cache import program_cache
 from inference.core.chains import vmapped_chains
 from inference.core.program import conditioned_program, observed_args
 from inference.mcmc import gym_common as common
+from inference.mcmc.pathfinder import chain_starts
 from zoo.options import Option
 
 # McLachlan's integrator: two gradients per integration step (inference/mcmc/mclmc.py).
 GRADS_PER_STEP = 2
-RUNNER_OPTIONS = {"num_chains", "num_samples", "params", "init_radius", "chain_method"}
+RUNNER_OPTIONS = {"num_chains", "num_samples", "params", "init_radius", "chain_method", "init"}
 
 
 @program_cache
@@ -90,7 +92,9 @@ def _run(spec, dataset, key, timer, **options: Any) -> EngineOutput:
     model = conditioned_program(spec)
     params, observed = options["params"], observed_args(dataset)
     k_init, k_run = jax.random.split(key)
-    z0 = common.starts(model, k_init, options["num_chains"], params, observed, options["init_radius"], timer)
+    z0, init_grads, init_stats = chain_starts(
+        options["init"], model, k_init, options["num_chains"], params, observed, options["init_radius"], timer
+    )
     common.require_dimension("mams", z0, 2)
     chains = sampler(model, options["num_samples"], common.static_options(options, RUNNER_OPTIONS))
     keys = jax.random.split(k_run, options["num_chains"])
@@ -103,15 +107,18 @@ def _run(spec, dataset, key, timer, **options: Any) -> EngineOutput:
         **stats,
         "L": jnp.broadcast_to(L[:, None], shape),
         "step_size": jnp.broadcast_to(step_size[:, None], shape),
+        **{name: jnp.full(shape, value) for name, value in init_stats.items()},
     }
     # Per chain: one gradient at the start (init), GRADS_PER_STEP per integration step in tuning and sampling (the
     # trajectory starts from the state's stored gradient; the MH test uses the endpoint's, computed in the last step).
-    stats["grad_evals"] = 1 + GRADS_PER_STEP * (tuning_steps[:, None] + jnp.cumsum(stats["n_steps"], axis=1))
+    # Gradients spent finding the starts (init="pathfinder") are shared by the chains: each carries an even share.
+    steps = tuning_steps[:, None] + jnp.cumsum(stats["n_steps"], axis=1)
+    stats["grad_evals"] = init_grads / options["num_chains"] + 1 + GRADS_PER_STEP * steps
     integration_steps = int(jnp.sum(tuning_steps)) + int(jnp.sum(stats["n_steps"]))
     return EngineOutput(
         posterior=posterior,
         sample_stats=stats,
-        num_grad_evals=options["num_chains"] + GRADS_PER_STEP * integration_steps,
+        num_grad_evals=init_grads + options["num_chains"] + GRADS_PER_STEP * integration_steps,
     )
 
 
@@ -121,6 +128,7 @@ def _run(spec, dataset, key, timer, **options: Any) -> EngineOutput:
     options={
         **common.common_options(num_chains=4, num_samples=1000),
         "chain_method": common.chain_method(),
+        "init": opt.chain_init(),
         # Robnik et al. 2025 (sec. 4) tune MAMS to an acceptance rate of 0.9, not HMC's 0.65-0.8.
         "target_accept": Option(
             "float", 0.9, "target acceptance rate of the step-size dual averaging", above=0.0, below=1.0

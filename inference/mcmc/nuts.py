@@ -25,14 +25,17 @@ import numpy as np
 from blackjax.adaptation.metric_recipes import lookup_recipe
 from blackjax.adaptation.staged_adaptation import _make_engine, build_schedule
 from jax.flatten_util import ravel_pytree
-from numpyro.infer.initialization import init_to_uniform
-from numpyro.infer.util import constrain_fn, initialize_model, potential_energy
+from numpyro.infer.util import constrain_fn, potential_energy
 
 from inference.core import options as opt
 from inference.core.api import EngineOutput, register_engine
 from inference.core.cache import program_cache
 from inference.core.chains import vmapped_chains
 from inference.core.program import conditioned_program, observed_args
+from inference.mcmc.pathfinder import init_statistics, pathfinder_starts
+
+# The start search lives in its own module (the gym's engines share it); re-exported here, where it was.
+from inference.mcmc.starts import _eager_initial_positions, _initial_search, initial_positions  # noqa: F401
 from zoo.options import Option
 
 __all__ = ["COMMON_OPTIONS", "RUNNER_OPTIONS", "hmc", "initial_positions", "nuts", "sampler", "stan_adaptation"]
@@ -43,60 +46,10 @@ COMMON_OPTIONS = {
     "init_radius": Option("float", 2.0, "chains start uniform on (-r, r) in the unconstrained space", above=0.0),
     "chain_method": opt.chain_method(),
 }
+# init="pathfinder" (docs/gym.md#pathfinder-init) for nuts only: hmc keeps the uniform starts.
+NUTS_OPTIONS = {**COMMON_OPTIONS, "init": opt.chain_init()}
 # Options of the runner, not of BlackJAX's kernel or its adaptation.
-RUNNER_OPTIONS = {"num_chains", "num_warmup", "num_samples", "params", "init_radius", "chain_method"}
-
-
-def initial_positions(
-    model, key: jax.Array, num_chains: int, params, observed, radius: float, timer=None, check_gradient: bool = True
-) -> dict[str, jax.Array]:
-    """Unconstrained starting points, one per chain: uniform on (-radius, radius) in NumPyro's unconstrained
-    space (init_to_uniform), retried until the potential (and, with ``check_gradient``, its gradient) is finite.
-    Each (num_chains, *site_shape). A larger radius overdisperses the chains, which is what lets R-hat detect
-    separated modes.
-
-    The search runs compiled (``_initial_search``, through ``timer`` when given), so a repeated call with data of
-    the same shapes compiles and traces nothing. Run op by op it re-traced the program and re-lowered NumPyro's
-    search loop on every call (0.3-0.5 s of host time per ``inference.run``). Under ``jit`` NumPyro cannot raise
-    for starts it failed to find, so those are re-run eagerly, which raises its error with the site that failed.
-    """
-    keys = jax.random.split(key, num_chains)
-    search = _initial_search(model, float(radius), check_gradient)
-    z, valid = search(keys, params, observed) if timer is None else timer.call(search, keys, params, observed)
-    if not np.all(np.asarray(valid)):  # host-side: a jnp call here would compile its own small program
-        return _eager_initial_positions(model, keys, params, observed, radius)
-    return z
-
-
-@program_cache
-def _initial_search(model, radius: float, check_gradient: bool):
-    """Jitted ``(keys (C,), params, observed) -> (z, valid (C,))``: NumPyro's start search, as NumPyro judges it (a
-    finite potential and, with ``check_gradient``, a finite gradient). Without the gradient check the program
-    holds no derivative of the model, so it compiles faster (docs/performance.md#nuts-start)."""
-
-    def search(keys, params, observed):
-        info = initialize_model(
-            keys,
-            model,
-            model_args=(params,),
-            model_kwargs=observed,
-            init_strategy=init_to_uniform(radius=radius),
-            validate_grad=check_gradient,
-        )
-        finite = [jnp.isfinite(info.param_info.potential_energy)]
-        if check_gradient:
-            grads = jax.tree.leaves(info.param_info.z_grad)
-            finite += [jnp.isfinite(g).reshape(g.shape[0], -1).all(axis=1) for g in grads]
-        return info.param_info.z, jnp.stack(finite).all(axis=0)
-
-    return jax.jit(search)
-
-
-def _eager_initial_positions(model, keys, params, observed, radius: float) -> dict[str, jax.Array]:
-    info = initialize_model(
-        keys, model, model_args=(params,), model_kwargs=observed, init_strategy=init_to_uniform(radius=radius)
-    )
-    return info.param_info.z
+RUNNER_OPTIONS = {"num_chains", "num_warmup", "num_samples", "params", "init_radius", "chain_method", "init"}
 
 
 def stan_adaptation(dense_mass: bool, target_accept: float):
@@ -188,6 +141,8 @@ def _run(algorithm: str, spec, dataset, key, timer, **options: Any) -> EngineOut
     radius = float(options["init_radius"])
     keys = jax.random.split(k_run, options["num_chains"])
     sequential = options["chain_method"] == "sequential"
+    if options.get("init", "uniform") == "pathfinder":
+        return _run_from_pathfinder(chains, key, timer, options, model, params, observed, keys, sequential)
     # The start search checks the potential; the sampler's first state has the gradient too, so its finiteness is
     # checked there, and only a start with an infinite gradient pays for NumPyro's search with the gradient: it
     # draws the same points until then, so both give the same starts (docs/performance.md#nuts-start).
@@ -204,11 +159,29 @@ def _run(algorithm: str, spec, dataset, key, timer, **options: Any) -> EngineOut
     )
 
 
+def _run_from_pathfinder(chains, key, timer, options, model, params, observed, keys, sequential) -> EngineOutput:
+    """NUTS from starts drawn by multi-path Pathfinder; its gradients are added to the run's count."""
+    k_init, _ = jax.random.split(key)
+    radius = float(options["init_radius"])
+    z0, init_grads, pareto_k = pathfinder_starts(model, k_init, options["num_chains"], params, observed, radius, timer)
+    posterior, stats, warmup_steps, finite = chains.run(timer, (keys, z0), params, observed, sequential=sequential)
+    if not np.all(
+        np.asarray(finite)
+    ):  # Pathfinder's draws have a finite density; a gradient need not be (uniform retries)
+        raise FloatingPointError("nuts: a start drawn by Pathfinder has a non-finite gradient; use init='uniform'")
+    stats = {**stats, **{k: np.full(stats["lp"].shape, v) for k, v in init_statistics(init_grads, pareto_k).items()}}
+    return EngineOutput(
+        posterior=posterior,
+        sample_stats=stats,
+        num_grad_evals=init_grads + int(np.sum(np.asarray(stats["n_steps"])) + np.sum(np.asarray(warmup_steps))),
+    )
+
+
 @register_engine(
     "nuts",
     requires={"continuous"},
     options={
-        **COMMON_OPTIONS,
+        **NUTS_OPTIONS,
         "max_num_doublings": Option("int", 10, "tree depth limit: at most 2^d - 1 leapfrog steps", minimum=1),
     },
     summary="No-U-Turn sampler (BlackJAX) with window adaptation; chains in one jit (sequential or vmapped)",
