@@ -14,7 +14,8 @@ Every engine declares at registration what the model's parameters are to it (``p
   nothing.
 - ``learns`` (the default): it samples or learns every parameter ``params`` does not fix.
 
-A role may depend on the run's options: ``params_role`` is then a function of them (``conditions_unless_ml2``).
+A role may depend on the run's options: ``params_role`` is then a function of them (``conditions_unless_ml2``,
+``conditions_unless_gibbs``).
 
 An engine whose ``params`` option defaults to None (the model's defaults) must declare ``conditions`` or
 ``starts``, and only such an engine may: ``check_params_role`` refuses the registration otherwise.
@@ -33,6 +34,7 @@ __all__ = [
     "PARAMS_ROLES",
     "announce",
     "check_params_role",
+    "conditions_unless_gibbs",
     "conditions_unless_ml2",
     "describe",
     "fixed_parameters",
@@ -51,6 +53,12 @@ def conditions_unless_ml2(options: Mapping[str, Any]) -> str:
     """The role of ``laplace`` and ``ep``: they condition on ``params``, unless ``hyperparameters="ml2"`` makes
     ``params`` the start of type-II ML (docs/sources/nonconjugate.md#type-ii-ml)."""
     return "starts" if options.get("hyperparameters") == "ml2" else "conditions"
+
+
+def conditions_unless_gibbs(options: Mapping[str, Any]) -> str:
+    """The role of ``ess``: it conditions on ``params``, unless ``hyperparameters="gibbs"`` samples them and
+    ``params`` only starts the chain (docs/sources/nonconjugate.md#ess)."""
+    return "starts" if options.get("hyperparameters") == "gibbs" else "conditions"
 
 
 def check_params_role(engine: str, role: str, params_option: Any) -> None:
