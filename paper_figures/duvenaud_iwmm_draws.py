@@ -21,7 +21,7 @@ from scipy.stats import norm
 
 import inference
 import zoo
-from inference.files.tables import write_comparison, write_csv
+from inference.files.tables import claims_summary, write_comparison, write_csv
 from zoo.iwmm import data, gplvm, metrics, niw, prior
 
 DESCRIPTION = "Duvenaud 2014 Figs 7.1-7.3, 7.7: GP-LVM and iWMM prior draws, iWMM sampler snapshots on 2-curve"
@@ -230,8 +230,7 @@ def main(quick: bool, out: Path) -> None:
         numbers |= nums
         PLOTS[name](out, arrays)
     write_csv(out / "numbers.csv", [numbers])
-    failed = [r["figure"] for r in rows if r["verdict"] != "PASS"]
-    summary = f"{len(rows) - len(failed)} of {len(rows)} claims pass" + (f"; FAIL: {failed}" if failed else "")
+    summary = claims_summary(rows)
     print(write_comparison(out, rows, __doc__ + "\n" + summary + ("  (quick run)" if quick else "")))
 
 

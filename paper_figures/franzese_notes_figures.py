@@ -31,7 +31,7 @@ import numpy as np
 
 import inference
 import zoo
-from inference.files.tables import write_comparison, write_csv
+from inference.files.tables import claims_summary, write_comparison, write_csv
 from zoo import gp, kernels, regression
 from zoo import sparse as sp
 
@@ -586,8 +586,7 @@ def main(quick: bool, out: Path) -> None:
         numbers |= nums
         PLOTS[name](out, data)
     write_csv(out / "numbers.csv", [numbers])
-    failed = [r["figure"] for r in rows if r["verdict"] != "PASS"]
-    summary = f"{len(rows) - len(failed)} of {len(rows)} claims pass" + (f"; FAIL: {failed}" if failed else "")
+    summary = claims_summary(rows)
     print(write_comparison(out, rows, __doc__ + "\n" + summary + ("  (quick run)" if quick else "")))
 
 

@@ -28,7 +28,7 @@ import numpy as np
 
 import inference
 import zoo
-from inference.files.tables import read_published, write_comparison, write_csv
+from inference.files.tables import claims_summary, read_published, write_comparison, write_csv
 from zoo import gp, kernels, regression
 
 DESCRIPTION = (
@@ -289,8 +289,7 @@ def main(quick: bool, out: Path) -> None:
         if name == "ch6_restarts":
             write_csv(out / "restart_modes.csv", data["splits"])
     write_csv(out / "numbers.csv", [numbers])
-    failed = [r["figure"] for r in rows if r["verdict"] != "PASS"]
-    summary = f"{len(rows) - len(failed)} of {len(rows)} claims pass" + (f"; FAIL: {failed}" if failed else "")
+    summary = claims_summary(rows)
     print(write_comparison(out, rows, __doc__ + "\n" + summary + ("  (quick run)" if quick else "")))
 
 

@@ -36,7 +36,7 @@ import numpy as np
 
 import inference
 import zoo
-from inference.files.tables import markdown_table, write_comparison, write_csv
+from inference.files.tables import claims_summary, markdown_table, write_comparison, write_csv
 from zoo import gp, kernels, regression
 from zoo import sparse as sp
 
@@ -638,8 +638,7 @@ def main(quick: bool, out: Path) -> None:
     plot_2_8_10(out, data)
     write_csv(out / "sparse_vs_full.csv", table)
     write_csv(out / "numbers.csv", [numbers])
-    failed = [r["figure"] for r in rows if not r["verdict"].startswith("PASS")]
-    summary = f"{len(rows) - len(failed)} of {len(rows)} claims pass" + (f"; FAIL: {failed}" if failed else "")
+    summary = claims_summary(rows)
     text = __doc__ + "\n" + summary + ("  (quick run)" if quick else "")
     text += "\n\nFig 2.10 per method and M (differences to the full GP over the data's range):\n\n" + markdown_table(
         table

@@ -10,7 +10,7 @@ import numpy as np
 
 from inference.files.atomic import atomic_write_text
 
-__all__ = ["markdown_table", "mean_and_se", "read_published", "write_comparison", "write_csv"]
+__all__ = ["claims_summary", "markdown_table", "mean_and_se", "read_published", "write_comparison", "write_csv"]
 
 
 def read_published(script_file: str) -> list[dict[str, str]]:
@@ -44,6 +44,13 @@ def markdown_table(rows: Sequence[Mapping[str, Any]], header: Iterable[str] | No
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(_fmt(row.get(h, "")) for h in header) + " |" for row in rows]
     return "\n".join(lines)
+
+
+def claims_summary(rows: Sequence[Mapping[str, Any]]) -> str:
+    """``n of m claims pass`` (and ``; FAIL: [figures]``) over comparison rows with ``figure`` and ``verdict`` keys; a
+    verdict passes when it starts with ``PASS``."""
+    failed = [row["figure"] for row in rows if not str(row["verdict"]).startswith("PASS")]
+    return f"{len(rows) - len(failed)} of {len(rows)} claims pass" + (f"; FAIL: {failed}" if failed else "")
 
 
 def write_comparison(out: Path, rows: Sequence[Mapping[str, Any]], preamble: str) -> str:
