@@ -13,7 +13,6 @@ X and the labels). Full: 5000 iterations, snapshots at 500, 1800, 3000 and 5000 
 100, 200, 300. Rand index against the two curves at every iteration.
 """
 
-import time
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +20,7 @@ from scipy.stats import norm
 
 import inference
 import zoo
-from inference.files.tables import claims_summary, write_comparison, write_csv
+from paper_figures._claims import pyplot, run_groups, write_results
 from zoo.iwmm import data, gplvm, metrics, niw, prior
 
 DESCRIPTION = "Duvenaud 2014 Figs 7.1-7.3, 7.7: GP-LVM and iWMM prior draws, iWMM sampler snapshots on 2-curve"
@@ -220,35 +219,17 @@ def figure_7_7(settings):
 
 def main(quick: bool, out: Path) -> None:
     out = Path(out)
-    settings = QUICK if quick else FULL
-    rows, numbers = [], {}
-    for name, group in (("7_1", figure_7_1), ("7_2", figure_7_2), ("7_3", figure_7_3), ("7_7", figure_7_7)):
-        start = time.perf_counter()
-        r, nums, arrays = group(settings)
-        numbers[f"fig{name}_seconds"] = time.perf_counter() - start
-        rows += r
-        numbers |= nums
-        PLOTS[name](out, arrays)
-    write_csv(out / "numbers.csv", [numbers])
-    summary = claims_summary(rows)
-    print(write_comparison(out, rows, __doc__ + "\n" + summary + ("  (quick run)" if quick else "")))
+    groups = [(name, FIGURES[name], PLOTS[name]) for name in FIGURES]
+    rows, numbers, _ = run_groups(out, groups, QUICK if quick else FULL, seconds_key="fig{}_seconds")
+    write_results(out, rows, numbers, __doc__, quick)
 
 
 # ---------------------------------------------------------------------------------------------------------------
 # Plots
 
 
-def _plt():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
 def plot_7_1(out, a):
-    plt = _plt()
+    plt = pyplot()
     fig = plt.figure(figsize=(7, 6))
     ax_f = fig.add_axes([0.35, 0.35, 0.6, 0.6])
     ax_py = fig.add_axes([0.08, 0.35, 0.22, 0.6], sharey=ax_f)
@@ -269,7 +250,7 @@ def plot_7_1(out, a):
 
 
 def plot_7_2(out, a):
-    plt = _plt()
+    plt = pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(10, 4.5))
     axes[0].scatter(*a["X"][:500].T, s=3, c="C0")
     t = np.linspace(0, 2 * np.pi, 100)
@@ -285,7 +266,7 @@ def plot_7_2(out, a):
 
 
 def plot_7_3(out, a):
-    plt = _plt()
+    plt = pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(10, 4.5))
     t = np.linspace(0, 2 * np.pi, 100)
     circle = np.stack([np.cos(t), np.sin(t)])
@@ -303,7 +284,7 @@ def plot_7_3(out, a):
 
 
 def plot_7_7(out, a):
-    plt = _plt()
+    plt = pyplot()
     snaps = a["snaps"]
     fig, axes = plt.subplots(1, len(snaps) + 1, figsize=(3.2 * (len(snaps) + 1), 3.4))
     order = np.argsort(np.argsort(a["truth"] * 10 + np.arange(len(a["truth"])) / len(a["truth"])))
@@ -326,4 +307,5 @@ def plot_7_7(out, a):
     plt.close(fig)
 
 
+FIGURES = {"7_1": figure_7_1, "7_2": figure_7_2, "7_3": figure_7_3, "7_7": figure_7_7}
 PLOTS = {"7_1": plot_7_1, "7_2": plot_7_2, "7_3": plot_7_3, "7_7": plot_7_7}

@@ -22,7 +22,6 @@ Assumed defaults (Franzese's lecture notes print no data for any of these; docs/
   q(u); prediction eqs. 8.7-8.8 (DTC) at the learnt Z.
 """
 
-import time
 from pathlib import Path
 
 import jax
@@ -31,7 +30,8 @@ import numpy as np
 
 import inference
 import zoo
-from inference.files.tables import claims_summary, write_comparison, write_csv
+from paper_figures._claims import band as plot_band
+from paper_figures._claims import pyplot, run_groups, write_results
 from zoo import gp, kernels, regression
 from zoo import sparse as sp
 
@@ -571,45 +571,17 @@ def chapter8(quick):
 
 def main(quick: bool, out: Path) -> None:
     out = Path(out)
-    rows, numbers = [], {}
-    for name, chapter in (
-        ("ch2", chapter2),
-        ("ch4", chapter4),
-        ("ch5", chapter5),
-        ("ch6", chapter6),
-        ("ch8", chapter8),
-    ):
-        start = time.perf_counter()
-        r, nums, data = chapter(quick)
-        numbers[f"{name}_seconds"] = time.perf_counter() - start
-        rows += r
-        numbers |= nums
-        PLOTS[name](out, data)
-    write_csv(out / "numbers.csv", [numbers])
-    summary = claims_summary(rows)
-    print(write_comparison(out, rows, __doc__ + "\n" + summary + ("  (quick run)" if quick else "")))
+    groups = [(name, compute, PLOTS[name]) for name, compute in CHAPTERS]
+    rows, numbers, _ = run_groups(out, groups, quick)
+    write_results(out, rows, numbers, __doc__, quick)
 
 
 # ---------------------------------------------------------------------------------------------------------------
 # Plots
 
 
-def _plt():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-def _band(ax, x, mean, sd, colour, label):
-    ax.plot(x, mean, color=colour, label=label)
-    ax.fill_between(x, mean - 2 * sd, mean + 2 * sd, color=colour, alpha=0.2)
-
-
 def plot_ch2(out, d):
-    plt = _plt()
+    plt = pyplot()
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.6))
     xs = np.linspace(-1, 11, 200)
     Xs = np.stack([xs, np.ones_like(xs)], 1)
@@ -627,7 +599,7 @@ def plot_ch2(out, d):
     cov = np.linalg.inv(A)
     m, s = Xs @ mean_w, np.sqrt(np.sum(Xs @ cov * Xs, 1))
     axes[2].plot(d["x"], d["y"], "k.")
-    _band(axes[2], xs, m, s, "C1", "BLR mean +-2 sd (f)")
+    plot_band(axes[2], xs, m, s, "C1", "BLR mean +-2 sd (f)")
     axes[2].fill_between(xs, m - 2 * np.sqrt(s**2 + d["s2"]), m + 2 * np.sqrt(s**2 + d["s2"]), color="C1", alpha=0.1)
     axes[2].set_title("Fig. 2.3: BLR (Sigma_p = I)")
     for ax in axes:
@@ -638,7 +610,7 @@ def plot_ch2(out, d):
 
 
 def plot_ch4(out, d):
-    plt = _plt()
+    plt = pyplot()
     fig, axes = plt.subplots(2, 3, figsize=(14, 7))
     g = d["grid"][:, 0]
     for ax, s, title in (
@@ -651,12 +623,12 @@ def plot_ch4(out, d):
     axes[0, 2].set_title("Fig. 4.2: noisy labels")
     Xs, pt = d["X"][d["sub"], 0], d["post_train"]
     var = np.diag(np.asarray(pt.cov))
-    _band(axes[1, 0], Xs, np.asarray(pt.mean), np.sqrt(var + d["noise"]), "C1", "y")
-    _band(axes[1, 0], Xs, np.asarray(pt.mean), np.sqrt(var), "C0", "f")
+    plot_band(axes[1, 0], Xs, np.asarray(pt.mean), np.sqrt(var + d["noise"]), "C1", "y")
+    plot_band(axes[1, 0], Xs, np.asarray(pt.mean), np.sqrt(var), "C0", "f")
     axes[1, 0].set_title("Fig. 4.3: posterior of f and y at training inputs")
     mean, sd = band(d["pred"])
-    _band(axes[1, 1], g, mean, np.sqrt(sd**2 + d["noise"]), "C1", "y*")
-    _band(axes[1, 1], g, mean, sd, "C0", "f*")
+    plot_band(axes[1, 1], g, mean, np.sqrt(sd**2 + d["noise"]), "C1", "y*")
+    plot_band(axes[1, 1], g, mean, sd, "C0", "f*")
     axes[1, 1].plot(d["X"][:, 0], d["y"], "k.", ms=1)
     axes[1, 1].set_title("Fig. 4.4: prediction")
     axes[1, 2].plot(g, d["ys"][:, :3], ".", ms=1, color="C1")
@@ -670,14 +642,14 @@ def plot_ch4(out, d):
 
 
 def plot_ch5(out, d):
-    plt = _plt()
+    plt = pyplot()
     fig, axes = plt.subplots(2, 3, figsize=(14, 7))
     for ax, ((sv, ell), K) in zip(axes[0], d["mats"].items(), strict=True):
         ax.imshow(K, vmin=0, vmax=4, cmap="viridis")
         ax.set_title(f"Fig. 5.1: SE, sigma_v {sv:g}, l {ell:g}")
     g = d["grid"][:, 0]
     for p, c, lab in ((d["p_per"], "C0", "Per"), (d["p_se"], "C3", "SE")):
-        _band(axes[1, 0], g, *band(p), c, lab)
+        plot_band(axes[1, 0], g, *band(p), c, lab)
     axes[1, 0].plot(d["X"][:, 0], d["y"], "k.", ms=3)
     axes[1, 0].legend(fontsize=7)
     axes[1, 0].set_title("Fig. 5.2: periodic kernel fit")
@@ -685,7 +657,7 @@ def plot_ch5(out, d):
     axes[1, 1].set_title("Fig. 5.2: periodic kernel matrix")
     g3 = d["grid3"][:, 0]
     for (lab, p), c in zip(d["preds3"].items(), ("C0", "C2", "C3"), strict=True):
-        _band(axes[1, 2], g3, *band(p), c, lab)
+        plot_band(axes[1, 2], g3, *band(p), c, lab)
     axes[1, 2].plot(d["x3"][:, 0], d["y3"], "k.", ms=3)
     axes[1, 2].legend(fontsize=7)
     axes[1, 2].set_title("Fig. 5.3: Lin + Per")
@@ -695,12 +667,12 @@ def plot_ch5(out, d):
 
 
 def plot_ch6(out, d):
-    plt = _plt()
+    plt = pyplot()
     fig, axes = plt.subplots(1, 3, figsize=(14, 3.6), sharey=True)
     g = d["grid"][:, 0]
     for ax, (label, (pred, noise, samples)) in zip(axes, d["fits"].items(), strict=True):
         mean, sd = band(pred)
-        _band(ax, g, mean, np.sqrt(sd**2 + noise), "C0", "y*")
+        plot_band(ax, g, mean, np.sqrt(sd**2 + noise), "C0", "y*")
         ax.plot(g, samples, lw=0.6)
         ax.plot(d["X"][:, 0], d["y"], "k.")
         ax.set_title(f"Fig. 6.1: {label}")
@@ -710,11 +682,11 @@ def plot_ch6(out, d):
 
 
 def plot_ch8(out, d):
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(8, 3.6))
     g = d["grid"][:, 0]
     ax.plot(d["X"][:, 0], d["y"], ".", color="0.6", ms=2)
-    _band(
+    plot_band(
         ax,
         g,
         np.asarray(d["pred"].mean),
@@ -732,4 +704,5 @@ def plot_ch8(out, d):
     plt.close(fig)
 
 
+CHAPTERS = (("ch2", chapter2), ("ch4", chapter4), ("ch5", chapter5), ("ch6", chapter6), ("ch8", chapter8))
 PLOTS = {"ch2": plot_ch2, "ch4": plot_ch4, "ch5": plot_ch5, "ch6": plot_ch6, "ch8": plot_ch8}

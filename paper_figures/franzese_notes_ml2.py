@@ -20,7 +20,6 @@ Assumed defaults (Franzese's lecture notes print no data for these; docs/sources
   and signal variance (Franzese's figure) and unshared (the advice of ch. 9); predictions on [-10, 20].
 """
 
-import time
 from pathlib import Path
 
 import jax
@@ -28,7 +27,8 @@ import numpy as np
 
 import inference
 import zoo
-from inference.files.tables import claims_summary, read_published, write_comparison, write_csv
+from inference.files.tables import read_published, write_csv
+from paper_figures._claims import pyplot, run_groups, write_results
 from zoo import gp, kernels, regression
 
 DESCRIPTION = (
@@ -278,36 +278,18 @@ def figure_9_1(quick: bool):
 
 def main(quick: bool, out: Path) -> None:
     out = Path(out)
-    rows, numbers = [], {}
-    for name, group in (("ch6_restarts", figures_6_2_6_3), ("ch6_ard", figure_6_4), ("ch9_tied", figure_9_1)):
-        start = time.perf_counter()
-        r, nums, data = group(quick)
-        numbers[f"{name}_seconds"] = time.perf_counter() - start
-        rows += r
-        numbers |= nums
-        PLOTS[name](out, data)
-        if name == "ch6_restarts":
-            write_csv(out / "restart_modes.csv", data["splits"])
-    write_csv(out / "numbers.csv", [numbers])
-    summary = claims_summary(rows)
-    print(write_comparison(out, rows, __doc__ + "\n" + summary + ("  (quick run)" if quick else "")))
+    groups = [(name, compute, PLOTS[name]) for name, compute in GROUPS]
+    rows, numbers, data = run_groups(out, groups, quick)
+    write_csv(out / "restart_modes.csv", data["ch6_restarts"]["splits"])
+    write_results(out, rows, numbers, __doc__, quick)
 
 
 # ---------------------------------------------------------------------------------------------------------------
 # Plots
 
 
-def _plt():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
 def plot_restarts(out, d):
-    plt = _plt()
+    plt = pyplot()
     fig, axes = plt.subplots(2, 2, figsize=(12, 6.5), sharex=True, sharey=True)
     grid = np.linspace(-5.0, 45.0, 300)[:, None]
     for row, n in zip(axes, (20, 40), strict=True):
@@ -332,7 +314,7 @@ def plot_restarts(out, d):
 
 
 def plot_ard(out, d):
-    plt = _plt()
+    plt = pyplot()
     g = np.linspace(-5, 5, 60)
     G = np.stack(np.meshgrid(g, g), -1).reshape(-1, 2)
     kern = d["kern"]
@@ -351,7 +333,7 @@ def plot_ard(out, d):
 
 
 def plot_tied(out, d):
-    plt = _plt()
+    plt = pyplot()
     fig, axes = plt.subplots(2, 2, figsize=(12, 6.5))
     grid = np.linspace(-10.0, 20.0, 300)[:, None]
     for r, label in enumerate(("shared", "unshared")):
@@ -374,4 +356,5 @@ def plot_tied(out, d):
     plt.close(fig)
 
 
+GROUPS = (("ch6_restarts", figures_6_2_6_3), ("ch6_ard", figure_6_4), ("ch9_tied", figure_9_1))
 PLOTS = {"ch6_restarts": plot_restarts, "ch6_ard": plot_ard, "ch9_tied": plot_tied}

@@ -36,7 +36,8 @@ import numpy as np
 
 import inference
 import zoo
-from inference.files.tables import claims_summary, markdown_table, write_comparison, write_csv
+from inference.files.tables import markdown_table, write_csv
+from paper_figures._claims import band, pyplot, write_results
 from zoo import gp, kernels, regression
 from zoo import sparse as sp
 
@@ -502,22 +503,8 @@ def chapter_2_8_10(quick):
 # Plots
 
 
-def _plt():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-def _band(ax, x, mean, sd, colour, label):
-    ax.plot(x, mean, color=colour, label=label)
-    ax.fill_between(x, mean - 2 * sd, mean + 2 * sd, color=colour, alpha=0.2)
-
-
 def plot_2_1_2(out, d):
-    plt = _plt()
+    plt = pyplot()
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.6))
     x, y, g = d["x"], d["y"], d["grid"]
     axes[0].plot(g, d["lagrange"], label="Lagrange polynomial (2.1)")
@@ -537,10 +524,10 @@ def plot_2_1_2(out, d):
 
 
 def plot_2_4(out, d):
-    plt = _plt()
+    plt = pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.6), sharey=True)
     for ax, (name, (mean, sd, w, _)) in zip(axes, d["bands"].items(), strict=True):
-        _band(ax, d["grid"], mean, sd, "C0", "posterior mean +- 2 sd (f)")
+        band(ax, d["grid"], mean, sd, "C0", "posterior mean +- 2 sd (f)")
         ax.plot(d["grid"], w[:, 0][None, :] * d["grid"][:, None] + w[:, 1][None, :], color="0.5", lw=0.4)
         ax.plot(d["x"], d["y"], "k.", ms=8)
         ax.set_title(f"Fig. 2.4: W, b ~ {name}")
@@ -552,7 +539,7 @@ def plot_2_4(out, d):
 
 
 def plot_2_6(out, d):
-    plt = _plt()
+    plt = pyplot()
     fig, axes = plt.subplots(2, 4, figsize=(16, 6.5))
     g = d["grid"][:, 0]
     for ax, (name, draws) in zip(axes.flat, d["draws"].items(), strict=False):
@@ -562,7 +549,7 @@ def plot_2_6(out, d):
         ax.set_title(f"Fig. 2.6: {name}")
     ax = axes.flat[-1]
     for (name, (near, pred)), colour in zip(d["preds"].items(), ("C0", "C3"), strict=True):
-        _band(ax, near[:, 0], np.asarray(pred.mean), np.sqrt(np.asarray(pred.cov)), colour, f"{name} (ML-II)")
+        band(ax, near[:, 0], np.asarray(pred.mean), np.sqrt(np.asarray(pred.cov)), colour, f"{name} (ML-II)")
     ax.plot(d["x"], d["y"], "k.", ms=6)
     ax.set_title("text: SE reverts, AC1 extrapolates linearly")
     ax.legend(fontsize=7)
@@ -572,14 +559,14 @@ def plot_2_6(out, d):
 
 
 def plot_2_7(out, d):
-    plt = _plt()
+    plt = pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.6), sharey=True)
     g = d["grid"][:, 0]
     axes[0].fill_between(g, -2, 2, color="C0", alpha=0.15)
     axes[0].plot(g, d["prior"], "--", lw=0.9)
     axes[0].set_title("Fig. 2.7: SE prior")
     sd = np.sqrt(np.clip(np.diag(np.asarray(d["pred"].cov)), 0, None))
-    _band(axes[1], g, np.asarray(d["pred"].mean), sd, "C0", "posterior")
+    band(axes[1], g, np.asarray(d["pred"].mean), sd, "C0", "posterior")
     axes[1].plot(g, d["post"], "--", lw=0.9)
     axes[1].plot(d["x"], d["y"], "k.", ms=8)
     axes[1].set_title("Fig. 2.7: posterior given six observations")
@@ -589,7 +576,7 @@ def plot_2_7(out, d):
 
 
 def plot_2_8_10(out, d):
-    plt = _plt()
+    plt = pyplot()
     sizes = d["sizes"]
     fig, axes = plt.subplots(3, len(sizes), figsize=(3.6 * len(sizes), 8), sharex=True, sharey=True, squeeze=False)
     g = d["grid"][:, 0]
@@ -605,7 +592,7 @@ def plot_2_8_10(out, d):
             ax.plot(g, np.asarray(d["full"].mean), "k--", lw=0.8)
             ax.plot(g, np.asarray(d["full"].mean) + 2 * full_sd, "k:", lw=0.6)
             ax.plot(g, np.asarray(d["full"].mean) - 2 * full_sd, "k:", lw=0.6)
-            _band(ax, g, np.asarray(pred.mean), np.sqrt(np.asarray(pred.cov)), "C0", name)
+            band(ax, g, np.asarray(pred.mean), np.sqrt(np.asarray(pred.cov)), "C0", name)
             ax.plot(Z, np.full(Z.shape, -1.8), "r^", ms=4)
             ax.set_title(f"{name}, M = {M}" + (" (Fig. 2.8)" if name == "FITC" and M == 3 else ""), fontsize=9)
     fig.suptitle("Fig. 2.10: sparse GPs (blue) against the full GP (black)")
@@ -637,10 +624,5 @@ def main(quick: bool, out: Path) -> None:
     rows += r
     plot_2_8_10(out, data)
     write_csv(out / "sparse_vs_full.csv", table)
-    write_csv(out / "numbers.csv", [numbers])
-    summary = claims_summary(rows)
-    text = __doc__ + "\n" + summary + ("  (quick run)" if quick else "")
-    text += "\n\nFig 2.10 per method and M (differences to the full GP over the data's range):\n\n" + markdown_table(
-        table
-    )
-    print(write_comparison(out, rows, text))
+    fig_2_10 = "Fig 2.10 per method and M (differences to the full GP over the data's range):"
+    write_results(out, rows, numbers, __doc__, quick, extra=f"\n\n{fig_2_10}\n\n" + markdown_table(table))
