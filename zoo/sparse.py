@@ -272,11 +272,10 @@ def svgp(X, Z, y=None, batch_size=None):
     kernel, noise = _hyperparameters(X.shape[1])
     Z = _inducing_inputs(X, Z)
     M, N = Z.shape[0], X.shape[0]
-    Luu = gp.cholesky(kernel(Z))
     v = numpyro.sample("v", dist.Normal(0.0, 1.0).expand([M]).to_event(1))
     with numpyro.plate("data", N, subsample_size=batch_size) as idx:
         Xb = X[idx]
-        A = solve_triangular(Luu, kernel(Z, Xb), lower=True)  # (M, B)
+        _, A = whitened_projection(kernel, Z, Xb)  # A (M, B)
         k_tilde = kernel.diag(Xb) - jnp.sum(A**2, 0)
         numpyro.sample("y", dist.Normal(A.T @ v, jnp.sqrt(noise)), obs=None if y is None else y[idx])
         numpyro.factor("svgp_trace", -0.5 * k_tilde / noise)

@@ -32,7 +32,6 @@ import jax.numpy as jnp
 import numpy as np
 import numpyro
 import numpyro.distributions as dist
-from jax.scipy.linalg import solve_triangular
 from numpyro.distributions import constraints
 
 from zoo import gp
@@ -128,11 +127,10 @@ def svgp_nonconjugate(X, Z, y=None, *, likelihood: nc.Likelihood, batch_size=Non
     sp.check_sparse_data(X, None, Z)
     Z = numpyro.param("inducing_inputs", Z)
     M, N = Z.shape[0], X.shape[0]
-    Luu = gp.cholesky(kernel(Z))
     v = numpyro.sample("v", dist.Normal(0.0, 1.0).expand([M]).to_event(1))
     with numpyro.plate("data", N, subsample_size=batch_size) as idx:
         Xb = X[idx]
-        A = solve_triangular(Luu, kernel(Z, Xb), lower=True)  # (M, B)
+        _, A = sp.whitened_projection(kernel, Z, Xb)  # A (M, B)
         mean = A.T @ v + prior_mean
         k_tilde = jnp.maximum(kernel.diag(Xb) - jnp.sum(A**2, 0), 0.0)  # roundoff can make it slightly negative
         if y is None:
