@@ -46,6 +46,15 @@ class Standardisation:
     def targets(self, y: np.ndarray) -> np.ndarray:
         return (np.asarray(y, float) - self.y_shift) / self.y_scale
 
+    def kernel_in_data_units(self, kernel: Kernel) -> Kernel:
+        """A kernel fitted on the standardised data as a kernel of the data (``zoo.structure.rescale``; one input
+        column)."""
+        inputs = rescale_inputs(kernel, float(self.x_shift[0]), float(self.x_scale[0]))
+        return scale_output(inputs, self.y_scale**2)
+
+    def noise_in_data_units(self, noise: float) -> float:
+        return float(noise * self.y_scale**2)
+
 
 @dataclasses.dataclass
 class Fitted:
@@ -122,15 +131,13 @@ class SearchResult:
     def kernel(self) -> Kernel:
         """The best kernel with its hyperparameters in the data's units (``zoo.structure.rescale``; one input
         column: for D > 1 use ``best.kernel`` on ``standardisation.inputs(X)``)."""
-        s = self.standardisation
         if self.X.shape[1] != 1:
             raise KernelError(f"data units are defined for one input column; these data have {self.X.shape[1]}.")
-        inputs = rescale_inputs(self.best.kernel, float(s.x_shift[0]), float(s.x_scale[0]))
-        return scale_output(inputs, s.y_scale**2)
+        return self.standardisation.kernel_in_data_units(self.best.kernel)
 
     @property
     def noise(self) -> float:
-        return float(self.best.noise * self.standardisation.y_scale**2)
+        return self.standardisation.noise_in_data_units(self.best.noise)
 
     @property
     def mean(self) -> float:

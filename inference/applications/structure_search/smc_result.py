@@ -17,7 +17,6 @@ from inference.files.atomic import atomic_write_text
 from zoo import gp
 from zoo.kernels.base import Kernel
 from zoo.structure.canonical import key
-from zoo.structure.rescale import rescale_inputs, scale_output
 
 __all__ = ["BestStructure", "SMCResult"]
 
@@ -80,13 +79,11 @@ class SMCResult:
     @property
     def kernel(self) -> Kernel:
         """The heaviest particle of the most probable structure, in the data's units (one input column)."""
-        s = self.standardisation
-        inputs = rescale_inputs(self.best.kernel, float(s.x_shift[0]), float(s.x_scale[0]))
-        return scale_output(inputs, s.y_scale**2)
+        return self.standardisation.kernel_in_data_units(self.best.kernel)
 
     @property
     def noise(self) -> float:
-        return float(self.best.noise * self.standardisation.y_scale**2)
+        return self.standardisation.noise_in_data_units(self.best.noise)
 
     @property
     def mean(self) -> float:
