@@ -42,10 +42,10 @@ from inference.gaussian.sampling_ep import (
     ep_options,
     is_positive_definite,
     pseudo_forward,
+    smoother_output,
     to_moments,
     weighted_moments,
 )
-from zoo import ssm
 from zoo.options import Option
 
 __all__ = ["DEFAULT_SCALE", "chain_ess", "mcmc_ep", "mcmc_ep_runner", "mcmc_two_slice"]
@@ -148,10 +148,4 @@ def mcmc_ep(spec, dataset, key, timer, **options) -> EngineOutput:
         jnp.asarray(float(options["damping"])),
         jnp.asarray(float(options["min_ess"])),
     )
-    return EngineOutput(
-        posterior={ssm.STATES: draws},
-        point_estimates={"states_mean": mean, "states_cov": cov, "states_cross": cross},
-        traces={"skipped_updates": skipped, "min_ess": min_ess},
-        log_evidence=float(log_lik),
-        num_lik_evals=1,
-    )
+    return smoother_output(draws, mean, cov, cross, skipped, min_ess, log_lik)

@@ -94,6 +94,7 @@ __all__ = [
     "pseudo_forward",
     "sample_natural",
     "sampling_two_slice",
+    "smoother_output",
     "to_moments",
     "to_natural",
     "weighted_moments",
@@ -474,6 +475,12 @@ def is_ep(spec, dataset, key, timer, **options) -> EngineOutput:
         jnp.asarray(float(options["damping"])),
         jnp.asarray(float(options["min_ess"])),
     )
+    return smoother_output(draws, mean, cov, cross, skipped, min_ess, log_lik)
+
+
+def smoother_output(draws, mean, cov, cross, skipped, min_ess, log_lik) -> EngineOutput:
+    """What a sampling-EP smoother run returns (``ep_runner``'s outputs): state draws, the smoothed moments,
+    the per-sweep skipped updates and minimum ESS, and the log evidence."""
     return EngineOutput(
         posterior={ssm.STATES: draws},
         point_estimates={"states_mean": mean, "states_cov": cov, "states_cross": cross},
