@@ -1,47 +1,17 @@
 """docs/gym.md#engines: the gradient evaluations each gym engine reports are those its compiled program makes.
 
-The model's mean is a ``custom_vjp`` function whose forward pass (run once per gradient of the log density, never
-for a value alone) tells a host counter through ``jax.debug.callback``; the engines' own counts come from the
-algorithm (integration steps, tuning schedules). The start search is not the engine's (it evaluates values and
-gradients to find finite starts), so the counter is reset after it. Chains run one after another (``lax.map``), as
+The model counts every gradient of its log density (``tests/gradient_counting.py``); the engines' own counts come
+from the algorithm (integration steps, tuning schedules). Chains run one after another (``lax.map``), as
 by default, so a ``lax.cond`` or ``while_loop`` evaluates only what the algorithm asks for.
 """
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-import numpyro
-import numpyro.distributions as dist
 import pytest
+from gradient_counting import COUNTER, count_after_starts, counted_blr
 
 import inference
-from inference.mcmc import gym_common
-from inference.mcmc.pathfinder import GradientCounter
-
-COUNTER = GradientCounter()
-
-
-@jax.custom_vjp
-def counted_mean(X, w):
-    return X @ w
-
-
-def _forward(X, w):
-    jax.debug.callback(COUNTER.add, w)
-    return X @ w, (X, w)
-
-
-def _backward(residuals, g):
-    X, w = residuals
-    return jnp.outer(g, w), X.T @ g
-
-
-counted_mean.defvjp(_forward, _backward)
-
-
-def blr(X, y=None):
-    w = numpyro.sample("w", dist.Normal(0.0, 1.0).expand([3]).to_event(1))
-    numpyro.sample("y", dist.Normal(counted_mean(X, w), 0.5), obs=y)
 
 
 def data():
@@ -64,16 +34,8 @@ SLOW = {"mclmc", "mams", "chees", "pathfinder"}  # 10-15 s of compilation each
     "engine", [pytest.param(e, marks=pytest.mark.slow) if e in SLOW else e for e in SMALL], ids=list(SMALL)
 )
 def test_reported_gradient_evaluations_are_those_the_program_makes(monkeypatch, engine):
-    search = gym_common.starts
-
-    def starts_then_reset(*args, **kwargs):
-        z0 = search(*args, **kwargs)
-        jax.effects_barrier()
-        COUNTER.count = 0
-        return z0
-
-    monkeypatch.setattr(gym_common, "starts", starts_then_reset)
-    idata = inference.run(blr, data(), engine=engine, seed=5, **SMALL[engine])
+    count_after_starts(monkeypatch)
+    idata = inference.run(counted_blr, data(), engine=engine, seed=5, **SMALL[engine])
     jax.effects_barrier()
     reported = idata.posterior.attrs["num_grad_evals"]
     assert reported == COUNTER.count, (engine, reported, COUNTER.count)

@@ -12,14 +12,14 @@ import numpy as np
 import numpyro
 import numpyro.distributions as dist
 import pytest
+from gradient_counting import COUNTER, NOISE, count_after_starts, counted_blr
 
 import inference
 from inference.core.api import Timer, resolve_model
 from inference.core.program import conditioned_program, observed_args
 from inference.mcmc import gym_common
-from inference.mcmc.pathfinder import GradientCounter, pathfinder_starts
+from inference.mcmc.pathfinder import pathfinder_starts
 
-NOISE = 0.5
 W_TRUE = np.array([1.5, -1.7, 1.2])
 
 
@@ -69,32 +69,6 @@ def test_bad_init_is_one_clear_error_before_compilation(engine):
     assert "\n" not in str(err.value)
 
 
-COUNTER = GradientCounter()
-
-
-@jax.custom_vjp
-def counted_mean(X, w):
-    return X @ w
-
-
-def _forward(X, w):
-    jax.debug.callback(COUNTER.add, w)  # once per gradient of the log density (tests/test_gym_engines.py)
-    return X @ w, (X, w)
-
-
-def _backward(residuals, g):
-    X, w = residuals
-    return jnp.outer(g, w), X.T @ g
-
-
-counted_mean.defvjp(_forward, _backward)
-
-
-def counted_blr(X, y=None):
-    w = numpyro.sample("w", dist.Normal(0.0, 1.0).expand([3]).to_event(1))
-    numpyro.sample("y", dist.Normal(counted_mean(X, w), NOISE), obs=y)
-
-
 @pytest.mark.slow  # 10-20 s of compilation each
 @pytest.mark.parametrize(
     "engine,options",
@@ -105,15 +79,7 @@ def counted_blr(X, y=None):
     ],
 )
 def test_gradient_count_includes_pathfinders(monkeypatch, engine, options):
-    search = gym_common.starts
-
-    def starts_then_reset(*args, **kwargs):  # the uniform search for the paths' starts is no one's gradients
-        z0 = search(*args, **kwargs)
-        jax.effects_barrier()
-        COUNTER.count = 0
-        return z0
-
-    monkeypatch.setattr(gym_common, "starts", starts_then_reset)
+    count_after_starts(monkeypatch)  # the uniform search for the paths' starts is no one's gradients
     idata = inference.run(counted_blr, data(), engine=engine, seed=5, init="pathfinder", **options)
     jax.effects_barrier()
     reported = idata.posterior.attrs["num_grad_evals"]
