@@ -127,6 +127,23 @@ def test_mc_and_is_moments_within_monte_carlo_error(linear):
     assert max(float(e.max()) for e in wrong.values()) > Z
 
 
+def assert_rts_within_monte_carlo_error(idata, s, min_ess_fraction: float) -> None:
+    """A sampling-EP run's smoothed moments against the RTS smoother ``s``: min ESS above ``min_ess_fraction`` of
+    NUM_SAMPLES, no skipped update, and means, covariances and cross-covariances within Z / sqrt(min ESS) (in sd
+    units; sqrt(2) times that in variance units)."""
+    pe = idata.point_estimates
+    mean, cov, cross = (pe[k].values[0] for k in ("states_mean", "states_cov", "states_cross"))
+    sd = np.sqrt(np.diagonal(np.asarray(s.cov), axis1=-2, axis2=-1))
+    min_ess = float(idata.optimization["min_ess"].values.min())
+    assert min_ess > min_ess_fraction * NUM_SAMPLES
+    assert int(idata.optimization["skipped_updates"].values.sum()) == 0
+    tol = Z / np.sqrt(min_ess)
+    scale = sd[..., :, None] * sd[..., None, :]
+    assert np.max(np.abs(mean - s.mean) / sd) < tol
+    assert np.max(np.abs(cov - s.cov) / scale) < np.sqrt(2.0) * tol
+    assert np.max(np.abs(cross - s.cross) / scale[:, :-1]) < np.sqrt(2.0) * tol
+
+
 def test_is_ep_engine_reproduces_rts_on_a_linear_gp_ssm(linear):
     """GP-SSM with linear mean and kernel variance 1e-10 (the transition is the lgssm's): MC-EP with 2000 samples and
     2 sweeps vs the RTS smoother. Per step the Monte Carlo error of a mean is sd / sqrt(ESS); EP passes it along the
@@ -136,18 +153,7 @@ def test_is_ep_engine_reproduces_rts_on_a_linear_gp_ssm(linear):
     idata = inference.run(
         lin["spec"], dataset, engine="is-ep", params=params, variant="mc", num_samples=NUM_SAMPLES, num_ep_iters=2
     )
-    pe = idata.point_estimates
-    mean, cov, cross = (pe[k].values[0] for k in ("states_mean", "states_cov", "states_cross"))
-    s = lin["smoothed"]
-    sd = np.sqrt(np.diagonal(np.asarray(s.cov), axis1=-2, axis2=-1))
-    min_ess = float(idata.optimization["min_ess"].values.min())
-    assert min_ess > 0.3 * NUM_SAMPLES
-    assert int(idata.optimization["skipped_updates"].values.sum()) == 0
-    tol = Z / np.sqrt(min_ess)
-    scale = sd[..., :, None] * sd[..., None, :]
-    assert np.max(np.abs(mean - s.mean) / sd) < tol
-    assert np.max(np.abs(cov - s.cov) / scale) < np.sqrt(2.0) * tol
-    assert np.max(np.abs(cross - s.cross) / scale[:, :-1]) < np.sqrt(2.0) * tol
+    assert_rts_within_monte_carlo_error(idata, lin["smoothed"], min_ess_fraction=0.3)
     assert idata.posterior[ssm.STATES].shape == (1, 200, 4, 20, 2)
     assert np.all(np.isfinite(idata.posterior[ssm.STATES].values))
 
@@ -188,18 +194,7 @@ def test_mcmc_ep_engine_reproduces_rts_on_a_linear_gp_ssm(linear):
     idata = inference.run(
         lin["spec"], dataset, engine="mcmc-ep", params=params, num_samples=NUM_SAMPLES, num_ep_iters=2
     )
-    pe = idata.point_estimates
-    mean, cov, cross = (pe[k].values[0] for k in ("states_mean", "states_cov", "states_cross"))
-    s = lin["smoothed"]
-    sd = np.sqrt(np.diagonal(np.asarray(s.cov), axis1=-2, axis2=-1))
-    min_ess = float(idata.optimization["min_ess"].values.min())
-    assert min_ess > 0.05 * NUM_SAMPLES
-    assert int(idata.optimization["skipped_updates"].values.sum()) == 0
-    tol = Z / np.sqrt(min_ess)
-    scale = sd[..., :, None] * sd[..., None, :]
-    assert np.max(np.abs(mean - s.mean) / sd) < tol
-    assert np.max(np.abs(cov - s.cov) / scale) < np.sqrt(2.0) * tol
-    assert np.max(np.abs(cross - s.cross) / scale[:, :-1]) < np.sqrt(2.0) * tol
+    assert_rts_within_monte_carlo_error(idata, lin["smoothed"], min_ess_fraction=0.05)
 
 
 @pytest.mark.parametrize(
