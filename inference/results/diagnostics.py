@@ -8,6 +8,7 @@ import json
 import logging
 import os
 import warnings
+import weakref
 from collections.abc import Mapping
 from typing import Any
 
@@ -120,8 +121,21 @@ def _summary(idata: az.InferenceData, **kwargs: Any) -> pd.DataFrame:
         return az.summary(idata, round_to="none", **kwargs)
 
 
+# One result's diagnostics table is asked for by its health check (in ``inference.run``) and again by ``engine_stats``
+# (``zoo bench``, ``zoo compare``): ArviZ's ESS and R-hat over every component take seconds on large latents, so the
+# table is kept while its posterior lives (keyed by identity; nothing modifies a result's posterior after the run).
+_DIAGNOSTICS: dict[int, tuple[weakref.ref, pd.DataFrame]] = {}
+
+
 def _diagnostics(idata: az.InferenceData) -> pd.DataFrame:
-    return _summary(idata, kind="diagnostics")
+    posterior = idata.posterior
+    key = id(posterior)
+    kept = _DIAGNOSTICS.get(key)
+    if kept is not None and kept[0]() is posterior:
+        return kept[1].copy()
+    table = _summary(idata, kind="diagnostics")
+    _DIAGNOSTICS[key] = (weakref.ref(posterior, lambda _, key=key: _DIAGNOSTICS.pop(key, None)), table)
+    return table.copy()
 
 
 def component_diagnostics(idata: az.InferenceData) -> pd.DataFrame:
