@@ -48,7 +48,7 @@ import numpy as np  # noqa: E402
 import inference  # noqa: E402
 import zoo  # noqa: E402
 from inference.core.program import conditioned_program, observed_args  # noqa: E402
-from inference.mcmc.nuts import initial_positions  # noqa: E402
+from inference.mcmc.starts import initial_positions  # noqa: E402
 from inference.results import diagnostics  # noqa: E402
 
 MODEL = "gp/regression"

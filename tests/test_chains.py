@@ -12,7 +12,7 @@ import zoo
 from inference.core.api import Timer
 from inference.core.chains import vmapped_chains
 from inference.core.program import conditioned_program, observed_args
-from inference.mcmc import nuts
+from inference.mcmc import starts
 from inference.particles import pgas
 
 
@@ -82,9 +82,9 @@ def test_compiled_start_search_equals_numpyros_eager_one():
     spec = zoo.get("blr")
     model, observed = conditioned_program(spec), observed_args(spec.simulate(jax.random.key(2), n=8))
     key = jax.random.key(6)
-    eager = nuts._eager_initial_positions(model, jax.random.split(key, 3), {}, observed, 2.0)
+    eager = starts._eager_initial_positions(model, jax.random.split(key, 3), {}, observed, 2.0)
     for check_gradient in (True, False):  # without the gradient check: the same points where the gradient is finite
-        compiled = nuts.initial_positions(model, key, 3, {}, observed, 2.0, Timer(), check_gradient)
+        compiled = starts.initial_positions(model, key, 3, {}, observed, 2.0, Timer(), check_gradient)
         for site in eager:
             np.testing.assert_allclose(compiled[site], eager[site], rtol=1e-15, atol=0)
 

@@ -10,7 +10,7 @@ from numpyro.infer.util import constrain_fn, potential_energy
 import zoo
 from inference.core.api import Timer
 from inference.core.program import conditioned_program, observed_args
-from inference.mcmc import nuts
+from inference.mcmc import nuts, starts
 
 NUM_WARMUP, NUM_SAMPLES = 30, 20
 
@@ -39,7 +39,7 @@ def test_one_scan_equals_window_adaptation_then_sampling():
     algorithm, extra = "nuts", {"max_num_doublings": 6}
     spec = zoo.get("blr")
     model, observed = conditioned_program(spec), observed_args(spec.simulate(jax.random.key(0), n=12))
-    z0 = nuts.initial_positions(model, jax.random.key(1), 1, {}, observed, 2.0)
+    z0 = starts.initial_positions(model, jax.random.key(1), 1, {}, observed, 2.0)
     keys = jax.random.split(jax.random.key(2), 1)
     static = tuple(sorted({"target_accept": 0.8, "dense_mass": False, **extra}.items()))
     chains = nuts.sampler(model, algorithm, NUM_WARMUP, NUM_SAMPLES, static)

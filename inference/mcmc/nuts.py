@@ -33,12 +33,10 @@ from inference.core.cache import program_cache
 from inference.core.chains import vmapped_chains
 from inference.core.program import conditioned_program, observed_args
 from inference.mcmc.pathfinder import init_statistics, pathfinder_starts
-
-# The start search lives in its own module (the gym's engines share it); re-exported here, where it was.
-from inference.mcmc.starts import _eager_initial_positions, _initial_search, initial_positions  # noqa: F401
+from inference.mcmc.starts import initial_positions
 from zoo.options import Option
 
-__all__ = ["COMMON_OPTIONS", "RUNNER_OPTIONS", "hmc", "initial_positions", "nuts", "sampler", "stan_adaptation"]
+__all__ = ["COMMON_OPTIONS", "RUNNER_OPTIONS", "hmc", "nuts", "sampler", "stan_adaptation"]
 
 COMMON_OPTIONS = {
     **opt.adaptive_mcmc(),
