@@ -35,6 +35,8 @@ SCRIPTS: list[str] = [
     "kaiser_dagp_cartpole",
     "kaiser_nvc_vs_dsvi",
     "kaiser_wetchicken",
+    "kaiser_reward_shaping",
+    "kaiser_layer_collapse",
     "kaiser_amogp",
     "duvenaud_kernels",
     "duvenaud_additive_extrapolation",

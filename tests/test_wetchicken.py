@@ -1,6 +1,6 @@
 """Wet-Chicken (Kaiser 2021, ch. 5): the simulator against hand-computed steps and its closed-form transition
 statistics, the pathwise policy gradient against finite differences, policy search on a known-dynamics toy, and the
-two-output DAGP's bad input."""
+two-output DAGP's bad input, and the conservative reward r_cons (eq. 5.14)."""
 
 from functools import partial
 
@@ -12,6 +12,7 @@ import pytest
 import zoo
 from inference.applications import policy_search as ps
 from zoo import dagp
+from zoo.dagp import reward_shaping as rs
 from zoo.dagp import transition
 from zoo.data import wetchicken as wc
 from zoo.errors import DataError, OptionError
@@ -85,7 +86,7 @@ def toy_step(s, a, key):
     return s + 0.5 * a + 0.05 * jax.random.normal(key, s.shape)
 
 
-def toy_reward(s):
+def toy_reward(s, a=None):
     return -jnp.sum((s - jnp.array([3.0, 2.0])) ** 2, -1)
 
 
@@ -181,3 +182,34 @@ def test_two_output_dagp_bad_input():
         zoo.get("dagp", outputs=2, depths=(2, 1))
     with pytest.raises(OptionError, match="heteroscedastic"):
         zoo.get("dagp", heteroscedastic=True, depths=(2, 1))
+
+
+def test_conservative_reward():
+    """r_cons (eq. 5.14) by hand; its p(drop | s, a) against a 20,000-draw estimate of the predictive assignment
+    probability (eq. 3.8) within 5 Monte Carlo standard errors of the 64 common draws; its derivative in the action
+    against central differences (the policy search's pathwise gradient goes through it); the drop mode is the one
+    whose flow is nearest the reset state."""
+    np.testing.assert_allclose(rs.conservative(jnp.array([3.0, 0.0]), jnp.array([0.2, 1.0])), [1.4, -5.0])
+    flows = jnp.array([[[2.0, 1.0], [0.1, -0.1], [0.3, 0.0]]])  # (n = 1, K = 3, P = 2): mode 1 is nearest (0, 0)
+    assert rs.drop_mode(transition.Components(flows, *([None] * 7))) == 1
+    fit = random_fit(jax.random.PRNGKey(2))
+    s = jax.random.uniform(jax.random.PRNGKey(3), (40, 2)) * 3.0
+    a = jax.random.uniform(jax.random.PRNGKey(4), (40, 2), minval=-1.0, maxval=1.0)
+    direction = jax.random.normal(jax.random.PRNGKey(6), a.shape)
+    reward = rs.conservative_reward(fit, 0)
+
+    @jax.jit
+    def measured(s, a):
+        mean, var = transition.assignment_marginals(fit, jnp.concatenate([s, a], -1))
+        draws = mean + jnp.sqrt(var) * jax.random.normal(jax.random.PRNGKey(5), (20_000, 40, 2))
+        probs = jax.nn.softmax(draws, -1)[..., 0]
+        total = lambda a_: reward(s, a_).sum()  # noqa: E731
+        fd = (total(a + 1e-5 * direction) - total(a - 1e-5 * direction)) / 2e-5
+        derivative = (jax.grad(total)(a) * direction).sum()
+        return probs.mean(0), probs.std(0), reward(s, a), rs.drop_probability(fit, s, a, 0), fd, derivative
+
+    reference, sd, r, p_drop, fd, derivative = measured(s, a)
+    p = (s[:, 0] - r) / (s[:, 0] + 5.0)  # eq. 5.14 solved for p
+    assert np.all(np.abs(p - reference) < 5 * sd * (1 / np.sqrt(64) + 1 / np.sqrt(20_000)))
+    np.testing.assert_allclose(p, p_drop, rtol=1e-10)
+    np.testing.assert_allclose(fd, derivative, rtol=1e-6)

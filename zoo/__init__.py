@@ -13,6 +13,7 @@ from zoo import (  # noqa: E402,F401  (registers the models)
     amogp,
     dagp,
     deep_gp,
+    deep_linear,
     gpssm,
     heteroscedastic,
     iwmm,

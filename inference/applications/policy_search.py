@@ -2,7 +2,8 @@
 docs/sources/kaiser.md#wet-chicken-policy-search).
 
 The expected discounted return of a deterministic policy pi_theta in a stochastic transition model q(s' | s, a),
-    E[J(theta)] ~= 1/P sum_p sum_{t=0}^T gamma^t r(s_t^p),   s_{t+1}^p ~ q(. | s_t^p, pi_theta(s_t^p)),   (5.12)
+    E[J(theta)] ~= 1/P sum_p sum_{t=0}^T gamma^t r(s_t^p, a_t^p),   a_t^p = pi_theta(s_t^p),
+    s_{t+1}^p ~ q(. | s_t^p, a_t^p),                                                                          (5.12)
 with initial states s_0^p drawn from a pool (the training data's states), is maximised with its reparameterised
 gradient (5.13): every draw of the model is a differentiable function of (s, a) and standard noise, so autodiff
 through the sampled roll-outs gives an unbiased gradient of the sampled objective. Adam (optax), every iteration a
@@ -55,15 +56,19 @@ def policy_actions(params, states: Array, state_scale: Array) -> Array:
 
 
 def sampled_return(params, step, reward, s0: Array, key, settings: PolicySettings, state_scale: Array) -> Array:
-    """(1/P) sum_p sum_{t=0}^T gamma^t r(s_t^p) for P roll-outs from s0 (P, S) (eq. 5.12); step(s, a, key) -> s'."""
+    """(1/P) sum_p sum_{t=0}^T gamma^t r(s_t^p, a_t^p) for P roll-outs from s0 (P, S) (eq. 5.12), a_t = pi(s_t);
+    step(s, a, key) -> s'; reward(s, a) -> (P,) (a reward of the state alone ignores a; the conservative reward
+    (5.14) uses it, ``zoo.dagp.reward_shaping``)."""
 
     def one(s, inputs):
         t, k = inputs
-        return step(s, policy_actions(params, s, state_scale), k), settings.discount**t * reward(s)
+        a = policy_actions(params, s, state_scale)
+        return step(s, a, k), settings.discount**t * reward(s, a)
 
     times = jnp.arange(settings.horizon)
     s_final, rewards = jax.lax.scan(one, s0, (times, jax.random.split(key, settings.horizon)))
-    total = rewards.sum(0) + settings.discount**settings.horizon * reward(s_final)
+    a_final = policy_actions(params, s_final, state_scale)
+    total = rewards.sum(0) + settings.discount**settings.horizon * reward(s_final, a_final)
     return total.mean()
 
 

@@ -55,7 +55,7 @@ def components(fit: DagpFit, X) -> Components:
         noise = [_marginal(p, "noise_q", i, "noise_", X) for i in range(K * P)]
     else:
         noise = [(zeros, zeros)] * (K * P)
-    alpha = [_marginal(p, "alpha_q", k, "alpha_", X) for k in range(K)]
+    alpha_mean, alpha_var = assignment_marginals(fit, X)
 
     def stack(pairs, which, shape):
         return jnp.stack([pair[which] for pair in pairs], -1).reshape(shape)
@@ -67,14 +67,27 @@ def components(fit: DagpFit, X) -> Components:
         stack(noise, 1, (n, K, P)),
         p["noise_map"].reshape(K, P),
         config.noise_floor,
-        stack(alpha, 0, (n, K)),
-        stack(alpha, 1, (n, K)),
+        alpha_mean,
+        alpha_var,
     )
+
+
+def assignment_marginals(fit: DagpFit, X) -> tuple[Array, Array]:
+    """Means and variances (n, K) of the assignment logits' marginals q(alpha_n^(k)) at inputs X (n, D)."""
+    X = jnp.asarray(X)
+    pairs = [_marginal(fit.params, "alpha_q", k, "alpha_", X) for k in range(fit.config.num_modes)]
+    return jnp.stack([m for m, _ in pairs], -1), jnp.stack([v for _, v in pairs], -1)
 
 
 def assignment_probabilities(c: Components, key, num_samples: int = 200) -> Array:
     """E_{q(alpha)}[softmax(alpha)] (n, K) by Monte Carlo (the predictive association of eq. 3.8)."""
-    draws = c.alpha_mean + jnp.sqrt(c.alpha_var) * jax.random.normal(key, (num_samples, *c.alpha_mean.shape))
+    return softmax_expectation(c.alpha_mean, c.alpha_var, key, num_samples)
+
+
+def softmax_expectation(alpha_mean: Array, alpha_var: Array, key, num_samples: int) -> Array:
+    """E[softmax(alpha)] (n, K) for independent alpha_k ~ N(mean, var) (n, K), by ``num_samples`` reparameterised
+    draws (differentiable in the means and variances)."""
+    draws = alpha_mean + jnp.sqrt(alpha_var) * jax.random.normal(key, (num_samples, *alpha_mean.shape))
     return jax.nn.softmax(draws, -1).mean(0)
 
 

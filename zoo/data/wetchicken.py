@@ -40,8 +40,8 @@ def clip_and_reset(x_hat: Array, y_hat: Array) -> Array:
     return jnp.stack([x_next, y_next], -1)
 
 
-def reward(s: Array) -> Array:
-    """r(s) = x (...)."""
+def reward(s: Array, a: Array | None = None) -> Array:
+    """r(s) = x (...); the action does not enter (accepted so that r fits the reward(s, a) of policy search)."""
     return s[..., 0]
 
 
@@ -72,18 +72,24 @@ def batch_transitions(key, n: int) -> tuple[Array, Array, Array]:
     return s, a, step(s, a, k_step)
 
 
-def rollout(policy, start: Array, key, horizon: int) -> tuple[Array, Array]:
-    """Roll-outs of ``policy`` in the true system from each start state (E, 2) for ``horizon`` steps: the rewards
-    r(s_t) and the fall probabilities P(fall | s_t, a_t) (closed form) of t = 0..horizon-1, each (horizon, E).
-    policy(states (E, 2), key) -> actions (E, 2)."""
+def trajectory(policy, start: Array, key, horizon: int) -> tuple[Array, Array]:
+    """Roll-outs of ``policy`` in the true system from each start state (E, 2) for ``horizon`` steps: the states s_t
+    and actions a_t of t = 0..horizon-1, each (horizon, E, 2). policy(states (E, 2), key) -> actions (E, 2)."""
 
     def one(s, k):
         k_a, k_s = jax.random.split(k)
         a = policy(s, k_a)
-        return step(s, a, k_s), (reward(s), fall_probability(s, a))
+        return step(s, a, k_s), (s, a)
 
-    _, (rewards, falls) = jax.lax.scan(one, start, jax.random.split(key, horizon))
-    return rewards, falls
+    _, (states, actions) = jax.lax.scan(one, start, jax.random.split(key, horizon))
+    return states, actions
+
+
+def rollout(policy, start: Array, key, horizon: int) -> tuple[Array, Array]:
+    """The rewards r(s_t) and the fall probabilities P(fall | s_t, a_t) (closed form) of ``trajectory``'s roll-outs,
+    each (horizon, E)."""
+    states, actions = trajectory(policy, start, key, horizon)
+    return reward(states), fall_probability(states, actions)
 
 
 def mean_reward(policy, start: Array, key, horizon: int) -> Array:
