@@ -37,6 +37,7 @@ SCRIPTS: list[str] = [
     "kaiser_wetchicken",
     "kaiser_reward_shaping",
     "kaiser_layer_collapse",
+    "kaiser_bo_surrogates",
     "kaiser_amogp",
     "duvenaud_kernels",
     "duvenaud_additive_extrapolation",

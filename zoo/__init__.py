@@ -17,6 +17,7 @@ from zoo import (  # noqa: E402,F401  (registers the models)
     gpssm,
     heteroscedastic,
     iwmm,
+    latent_input,
     lgssm,
     multioutput,
     nigp,
