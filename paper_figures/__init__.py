@@ -38,6 +38,7 @@ SCRIPTS: list[str] = [
     "kaiser_reward_shaping",
     "kaiser_layer_collapse",
     "kaiser_bo_surrogates",
+    "kaiser_policy_inference",
     "kaiser_amogp",
     "duvenaud_kernels",
     "duvenaud_additive_extrapolation",
