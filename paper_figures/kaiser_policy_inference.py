@@ -10,7 +10,7 @@ and integrates it as the true system does (speed limit, walls). Policy: a GP pri
 1, lengthscale 0.3 on the scaled state), action tanh(pi(s)); q(pi) a whitened sparse GP on a 7 x 7 grid of inducing
 states (``inference.applications.policy_inference``): the bound lambda E[J] - T KL(q || p) with lambda = 1 (6.9),
 T = 150, 10 roll-outs per Adam step (lr 0.05). An "iteration" of the figure is 20 Adam steps (the thesis does not say;
-quick: 8).
+quick: 4).
 
 Claims: the search starts from an uninformed policy (every action plausible everywhere); it finds a successful
 policy that swings back and forth in the valley to gain momentum; the critical regions become certain while other
@@ -42,7 +42,7 @@ FAR = 0.3  # scaled-state distance from every visited state beyond which a state
 
 
 def settings(quick: bool) -> dict:
-    return {"steps_per_iteration": 8 if quick else 20, "transitions": 200, "rate": RATE}
+    return {"steps_per_iteration": 4 if quick else 20, "transitions": 200, "rate": RATE}
 
 
 def scale(s):
