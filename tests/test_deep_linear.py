@@ -14,6 +14,7 @@ def test_two_sign_flips_leave_the_density_unchanged():
     observed = spec.simulate(jax.random.PRNGKey(0)).observed
     X, y = jnp.asarray(observed["X"]), jnp.asarray(observed["y"])
 
+    @jax.jit
     def density(w):
         values = {f"slope_{i + 1}": w[i] for i in range(3)} | {"noise": 0.01}
         return log_density(spec.program, (X, y), {}, values)[0]

@@ -184,14 +184,18 @@ def test_two_output_dagp_bad_input():
         zoo.get("dagp", heteroscedastic=True, depths=(2, 1))
 
 
-def test_conservative_reward():
-    """r_cons (eq. 5.14) by hand; its p(drop | s, a) against a 20,000-draw estimate of the predictive assignment
-    probability (eq. 3.8) within 5 Monte Carlo standard errors of the 64 common draws; its derivative in the action
-    against central differences (the policy search's pathwise gradient goes through it); the drop mode is the one
-    whose flow is nearest the reset state."""
+def test_conservative_reward_by_hand():
+    """r_cons (eq. 5.14) by hand, and the drop mode is the one whose flow is nearest the reset state."""
     np.testing.assert_allclose(rs.conservative(jnp.array([3.0, 0.0]), jnp.array([0.2, 1.0])), [1.4, -5.0])
     flows = jnp.array([[[2.0, 1.0], [0.1, -0.1], [0.3, 0.0]]])  # (n = 1, K = 3, P = 2): mode 1 is nearest (0, 0)
     assert rs.drop_mode(transition.Components(flows, *([None] * 7))) == 1
+
+
+@pytest.mark.slow
+def test_conservative_reward_in_a_fit():
+    """r_cons in a random DAGP fit: its p(drop | s, a) against a 20,000-draw estimate of the predictive assignment
+    probability (eq. 3.8) within 5 Monte Carlo standard errors of the 64 common draws; its derivative in the action
+    against central differences (the policy search's pathwise gradient goes through it)."""
     fit = random_fit(jax.random.PRNGKey(2))
     s = jax.random.uniform(jax.random.PRNGKey(3), (40, 2)) * 3.0
     a = jax.random.uniform(jax.random.PRNGKey(4), (40, 2), minval=-1.0, maxval=1.0)
