@@ -192,7 +192,8 @@ def k4_claims(results: dict, n: int) -> tuple[list[dict], dict]:
          "measured": f"mean assignment probability on the cut of the widest non-drop mode: worst run {worst} "
                      f"(return {returns[worst]:.2f}) {rel_worst:.3f}, best run {best} ({returns[best]:.2f}) "
                      f"{rel_best:.3f}",
-         "verdict": "PASS" if rel_worst > rel_best else "FAIL"},
+         "verdict": ("PASS" if rel_worst > rel_best else "FAIL") if returns[worst] < SUCCESS
+         else "FAIL (no failed policy to compare)"},
     ]  # fmt: skip
     return rows, {"best": (best, returns[best], cuts[best]), "worst": (worst, returns[worst], cuts[worst])}
 
