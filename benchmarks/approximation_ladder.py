@@ -34,7 +34,8 @@ Dense runs only up to ``--dense-max`` points (its N x N matrix: 0.8 GB at 10^4, 
 Run: ``taskset -c 1 python -m benchmarks.approximation_ladder --out bench_results/approximation_ladder``; writes
 ``table.md``, ``results.json``, ``cost.png`` (time per gradient against N, one line per rung and problem) and
 ``error_vs_cost.png`` (|log Z error| against the time per gradient, each approximate row).
-The same command runs on a GPU (JAX's default device); nothing in it is CPU-specific.
+The same command runs on a GPU (JAX's default device); nothing in it is CPU-specific. ``--rungs`` and ``--problems``
+pick a subset (e.g. the parallel rung alone at 10^6 points, as ``benchmarks/gpu_suite.sh`` does).
 
 NUTS at large N (``--nuts-n 100000``, alone: ``--sizes`` none): ``inference.run(spec, data, "nuts")`` on the synthetic
 problem through the quasiseparable rung (exact; state size 2 for M32) and HSGP (M = ``num_basis`` basis functions),
@@ -217,16 +218,29 @@ def nuts_table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def cells(sizes) -> list[tuple[str, int, dict, dict]]:
+PROBLEM_NAMES = ("sunspots", "synthetic", "plane")
+
+
+def cells(sizes, problems=PROBLEM_NAMES) -> list[tuple[str, int, dict, dict]]:
     """(problem, N, data, hyperparameters at which the gradient is timed)."""
-    out = [("sunspots", 1_000, sunspots(1_000), SUNSPOT_PARAMS), ("sunspots", 3_177, sunspots(None), SUNSPOT_PARAMS)]
-    out += [("synthetic", n, synthetic(n), SYNTHETIC) for n in sizes]
-    return out + [("plane", n, plane(n), PLANE) for n in sizes if n <= PLANE_MAX]
+    out = []
+    if "sunspots" in problems:
+        out += [
+            ("sunspots", 1_000, sunspots(1_000), SUNSPOT_PARAMS),
+            ("sunspots", 3_177, sunspots(None), SUNSPOT_PARAMS),
+        ]
+    if "synthetic" in problems:
+        out += [("synthetic", n, synthetic(n), SYNTHETIC) for n in sizes]
+    if "plane" in problems:
+        out += [("plane", n, plane(n), PLANE) for n in sizes if n <= PLANE_MAX]
+    return out
 
 
-def run(sizes, dense_max: int, repeats: int, fit_max_grad_s: float, rungs=RUNG_NAMES, log=print) -> list[dict]:
+def run(
+    sizes, dense_max: int, repeats: int, fit_max_grad_s: float, rungs=RUNG_NAMES, problems=PROBLEM_NAMES, log=print
+) -> list[dict]:
     rows = []
-    for problem, n, data, params in cells(sizes):
+    for problem, n, data, params in cells(sizes, problems):
         for rung in rungs:
             if rung == "dense" and n > dense_max:
                 continue
@@ -366,6 +380,7 @@ def main(argv=None) -> None:
     parser.add_argument("--sizes", type=int, nargs="*", default=list(SIZES))
     parser.add_argument("--dense-max", type=int, default=10_000)
     parser.add_argument("--rungs", nargs="+", choices=RUNG_NAMES, default=list(RUNG_NAMES))
+    parser.add_argument("--problems", nargs="+", choices=PROBLEM_NAMES, default=list(PROBLEM_NAMES))
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--fit-max-grad-s", type=float, default=0.5)
     parser.add_argument("--render", action="store_true", help="only rewrite table and plot from --out/results.json")
@@ -389,7 +404,7 @@ def main(argv=None) -> None:
     if args.render:
         rows = with_errors(json.loads((args.out / "results.json").read_text()))
     else:
-        rows = run(args.sizes, args.dense_max, args.repeats, args.fit_max_grad_s, args.rungs)
+        rows = run(args.sizes, args.dense_max, args.repeats, args.fit_max_grad_s, args.rungs, args.problems)
     args.out.mkdir(parents=True, exist_ok=True)
     text = table(rows)
     atomic_write_text(args.out / "results.json", json.dumps(rows, indent=1))

@@ -27,7 +27,7 @@ if [ "${GPU_SUITE_SMOKE:-0}" = 1 ]; then
   PF=(--particles 1000 --steps 100 --repeats 1)
   FLOOR=(--sizes 100 --budget 100=1,1)
   LADDER=(--sizes 1000 --dense-max 1000 --repeats 1)
-  PARALLEL=(--sizes 2000 --rungs quasisep-parallel hsgp --repeats 1 --fit-max-grad-s 0)
+  PARALLEL=(--sizes 2000 --problems synthetic --rungs quasisep-parallel hsgp --repeats 1 --fit-max-grad-s 0)
   CHAINS=(--sizes 50 --warmup 50 --draws 50)
   LIMITS=(60 60 60 120 120 120)
 else  # sized from the first run on an H200, where four sections overran smaller limits (docs/performance.md#gpu)
@@ -38,7 +38,7 @@ else  # sized from the first run on an H200, where four sections overran smaller
   # 10^6 points are left out: drawing them and the quasiseparable scan take minutes on a GPU (sequential steps)
   LADDER=(--sizes 1000 10000 100000 --repeats 3 --fit-max-grad-s 0.05)
   # the sequential quasiseparable rung is left out at 10^6 (minutes on a GPU); the parallel one is what is measured
-  PARALLEL=(--sizes 1000000 --rungs quasisep-parallel hsgp --repeats 3 --fit-max-grad-s 0)
+  PARALLEL=(--sizes 1000000 --problems synthetic --rungs quasisep-parallel hsgp --repeats 3 --fit-max-grad-s 0)
   CHAINS=(--sizes 100 --warmup 300 --draws 500)
   # tests 130 -> 110, chains 120 -> 80 and ladder 150 -> 170 (one more rung) to make room for parallel: estimates,
   # not yet measured on a GPU
