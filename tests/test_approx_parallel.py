@@ -118,3 +118,24 @@ def test_the_program_has_the_dense_programs_log_joint():
         return float(jax.jit(lambda: numpyro.infer.util.log_density(spec.program, (), data, params)[0])())
 
     assert abs(log_joint(approx="quasisep-parallel") - log_joint()) < TOL
+
+
+@pytest.mark.slow
+def test_ml2_and_nuts_run_on_the_rung_and_record_it():
+    """Through inference.run: ml2's optimum equals the sequential rung's (the same exact evidence) and the NUTS
+    result records the variant."""
+    import json
+
+    import inference
+
+    data = zoo.get("gp/regression").simulate(jax.random.key(0), n=40)
+    fits = {
+        approx: inference.run(zoo.get("gp/regression", kernel="M52", approx=approx), data, "ml2", 0).point_estimates
+        for approx in ("quasisep", "quasisep-parallel")
+    }
+    for name in ("lengthscale", "variance", "noise"):
+        assert np.allclose(fits["quasisep-parallel"][name], fits["quasisep"][name], rtol=1e-5), name  # L-BFGS stopping, as test_approx
+    spec = zoo.get("gp/regression", kernel="M52", approx="quasisep-parallel")
+    result = inference.run(spec, data, "nuts", 0, num_chains=1, num_warmup=20, num_samples=10)
+    assert json.loads(result.posterior.attrs["model_options"])["approx"] == "quasisep-parallel"
+    assert np.all(np.isfinite(result.posterior["lengthscale"]))
