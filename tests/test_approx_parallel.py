@@ -133,8 +133,8 @@ def test_ml2_and_nuts_run_on_the_rung_and_record_it():
         approx: inference.run(zoo.get("gp/regression", kernel="M52", approx=approx), data, "ml2", 0).point_estimates
         for approx in ("quasisep", "quasisep-parallel")
     }
-    for name in ("lengthscale", "variance", "noise"):
-        assert np.allclose(fits["quasisep-parallel"][name], fits["quasisep"][name], rtol=1e-5), name  # L-BFGS stopping, as test_approx
+    for name in ("lengthscale", "variance", "noise"):  # rtol: L-BFGS's stopping, as in tests/test_approx.py
+        assert np.allclose(fits["quasisep-parallel"][name], fits["quasisep"][name], rtol=1e-5), name
     spec = zoo.get("gp/regression", kernel="M52", approx="quasisep-parallel")
     result = inference.run(spec, data, "nuts", 0, num_chains=1, num_warmup=20, num_samples=10)
     assert json.loads(result.posterior.attrs["model_options"])["approx"] == "quasisep-parallel"
