@@ -75,23 +75,13 @@ def test_family_rejects_bad_options_before_compiling(options, match):
 
 
 def test_family_options_build_the_config_and_reach_the_result():
-    """Options become the spec's DagpConfig (one spec object per variant, so compiled programs are reused), and the
-    result records them; the noise-separation config round-trips through ``options_of``."""
+    """Options become the spec's DagpConfig (one spec object per variant, so compiled programs are reused); the
+    noise-separation config round-trips through ``options_of``. That the result records them is checked with the
+    labelled start below (one compiled run for both)."""
     spec = zoo.get("dagp", num_modes=3, kernels="se,se,white", depths=(1, 2, 1))
     assert zoo.get("dagp", num_modes=3, kernels=("se", "se", "white"), depths="1,2,1") is spec
     assert dagp.config_of(spec) == dagp.dagp_config(3, ("se", "se", "white"), depths=(1, 2, 1))
     assert dagp.config_of(zoo.get("dagp", **dagp.options_of(dagp.NOISE_SEPARATION))) == dagp.NOISE_SEPARATION
-    shallow = zoo.get("dagp", num_modes=3)
-    idata = inference.run(
-        shallow,
-        shallow.simulate(jax.random.PRNGKey(0), n=30, m=4),
-        engine="svi",
-        guide="model",
-        num_steps=2,
-        num_samples=1,
-    )
-    assert json.loads(idata.posterior.attrs["model_options"])["num_modes"] == 3
-    assert idata.point_estimates["assignment_logits"].shape == (1, 30, 3)
 
 
 def test_exact_program_sums_out_assignments():
@@ -172,15 +162,18 @@ def test_trimmed_fits_peel_one_curve_per_mode():
 
 def test_labelled_start_puts_each_point_on_its_mode():
     """Assignment logits from labels (e.g. ``trimmed.peel``'s), passed as the svi engine's init_params, start at
-    +-TRIMMED_LOGIT on the labelled modes."""
-    X, y = two_curves(jax.random.PRNGKey(3), 20)
-    labels = np.arange(20) % 2
-    init = {"assignment_logits": dagp.assignment_logits_from_labels(labels, 2)}
+    +-TRIMMED_LOGIT on the labelled modes; the result records the family's options (three modes here)."""
+    X, y = two_curves(jax.random.PRNGKey(3), 30)
+    labels = np.arange(30) % 3
+    init = {"assignment_logits": dagp.assignment_logits_from_labels(labels, 3)}
     observed = {"X": X, "y": y, "Z": X[:4]}
+    spec = zoo.get("dagp", num_modes=3)
     idata = inference.run(
-        "dagp", observed, engine="svi", guide="model", num_steps=1, learning_rate=1e-6, init_params=init, num_samples=1
+        spec, observed, engine="svi", guide="model", num_steps=1, learning_rate=1e-6, init_params=init, num_samples=1
     )
-    fit = dagp.fit_from(idata, dagp.config_of(zoo.get("dagp")))
+    assert json.loads(idata.posterior.attrs["model_options"])["num_modes"] == 3
+    assert idata.point_estimates["assignment_logits"].shape == (1, 30, 3)
+    fit = dagp.fit_from(idata, dagp.config_of(spec))
     np.testing.assert_array_equal(np.argmax(fit.params["assignment_logits"], -1), labels)
     np.testing.assert_allclose(np.abs(fit.params["assignment_logits"]), dagp.TRIMMED_LOGIT, rtol=1e-3)
 

@@ -218,9 +218,10 @@ def test_bad_kernel_options_fail_before_anything_is_compiled():
     "engine,options",
     [
         ("ml2", {}),
-        ("svi", {"num_steps": 50, "num_chains": 1}),
+        # svi and tsmc compile 8-20 s of CPU each on this kernel; the optimisation and MCMC families run by default
+        pytest.param("svi", {"num_steps": 50, "num_chains": 1}, marks=pytest.mark.slow),
         ("nuts", {"num_chains": 1, "num_warmup": 20, "num_samples": 10}),
-        ("tsmc", {"num_particles": 8}),
+        pytest.param("tsmc", {"num_particles": 8}, marks=pytest.mark.slow),
     ],
 )
 def test_a_composite_kernel_runs_under_every_engine_of_a_collapsed_model(engine, options):

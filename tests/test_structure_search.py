@@ -300,6 +300,7 @@ def test_search_recovers_a_known_structure():
     assert result.best.expression == key(parse("SE x Per + Lin"))
 
 
+@pytest.mark.slow  # two worker processes compile the candidates again: ~13 s cold
 def test_dask_workers_give_the_serial_search():
     """Two local worker processes fit the candidates of each depth in whatever order they finish; the trace, the
     scores and the best kernel are the serial search's (every seed is drawn before fitting)."""
