@@ -45,6 +45,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from benchmarks import peers
+from benchmarks.abcd_vs_gpy_abcd import to_zoo_expression
 from benchmarks.structure_smc import greedy_log_density
 from inference.applications.structure_search import Standardisation, search, smc_search
 from inference.applications.structure_search.bounds import PeriodBounds
@@ -230,8 +231,6 @@ def run_gpy_abcd(data: dict, depth: int, restarts: int, seed: int, python: Path)
     """GPy-ABCD in the peer's interpreter on the standardised training part; its kernel in our notation
     (``abcd_vs_gpy_abcd.to_zoo_expression``), its BIC on our scale (-1/2 x its own) and its held-out log density in
     data units."""
-    from benchmarks.abcd_vs_gpy_abcd import to_zoo_expression
-
     scale = Standardisation.of(data["x"][:, None], data["y"])
     cfg = {
         "x": scale.inputs(data["x"][:, None])[:, 0].tolist(),
