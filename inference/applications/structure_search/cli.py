@@ -46,6 +46,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="greedy: load the candidates a previous run with the same data and options fitted (kept as they are "
         "fitted in OUT's folder OUT.parts/), fit only the rest",
     )
+    p.add_argument(
+        "--subset",
+        type=int,
+        default=None,
+        help="greedy: on longer series, fit changepoint / window candidates' restarts on every k-th point (at most "
+        "this many), then once on all points",
+    )
     p.add_argument("--report", default=None, metavar="DIR", help="also write the best kernel's report (HTML, Markdown)")
 
 
@@ -71,6 +78,7 @@ def run(args) -> int:
         smc_options=_smc_options(args),
         checkpoint=None if args.strategy == "smc" else _parts(Path(args.out)),
         resume=args.resume,
+        subset=args.subset,
     )
     path = result.write_json(Path(args.out))
     if args.strategy == "smc":

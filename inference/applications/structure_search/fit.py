@@ -48,6 +48,7 @@ class FitOutcome:
     compile_s: float = 0.0  # of wall_s: XLA compilation (the rest: the optimisation and Python)
     run_s: float = 0.0  # of wall_s: the compiled program's calls
     warm_chain: int | None = None  # the restart started from ``warm`` (the last one), if any
+    iterations: list = dataclasses.field(default_factory=list)  # optimiser iterations per restart
 
 
 def start_values(kernel: Kernel, noise: float | None = None) -> dict[str, np.ndarray]:
@@ -90,12 +91,13 @@ def fit_ml2(
     own = {} if isinstance(kernel, str) else start_values(template)  # a string's sites start at the model defaults
     given = {**own, **({} if noise is None else {"noise": np.asarray(noise, float)}), **(init or {})}
     settings = (X, y, num_steps, seed, optimizer, capacity)
-    logliks, fits, timing = _run(template, given, restarts, jitter, *settings)
+    logliks, fits, timing, iterations = _run(template, given, restarts, jitter, *settings)
     warm_chain = None
     if warm is not None:  # one more restart, from the warm start exactly (starts.py)
         warm_given = {**start_values(warm), "noise": given.get("noise", np.asarray(DEFAULT_NOISE))}
-        more, warm_fits, warm_timing = _run(warm, warm_given, 1, 0.0, *settings)
+        more, warm_fits, warm_timing, warm_iterations = _run(warm, warm_given, 1, 0.0, *settings)
         logliks, fits, warm_chain = np.concatenate([logliks, more]), fits + warm_fits, len(fits)
+        iterations = iterations + warm_iterations
         timing = [a + b for a, b in zip(timing, warm_timing, strict=True)]
     projected = [[] if bounds is None else bounds.violations(k) for k, _ in fits]
     for i, broken in enumerate(projected):
@@ -120,12 +122,13 @@ def fit_ml2(
         compile_s,
         run_s,
         warm_chain,
+        iterations,
     )
 
 
 def _run(template: Kernel, given: dict, restarts: int, jitter: float, X, y, num_steps, seed, optimizer, capacity):
     """One ``inference.run`` of ml2 from ``given``: (log likelihoods (restarts,), [(kernel, noise)] per restart,
-    [wall_s, compile_s, run_s])."""
+    [wall_s, compile_s, run_s], [iterations] per restart)."""
     if capacity is None:
         expression = str(template)
         model, data, start = zoo.get("gp/regression", kernel=expression), {"X": X, "y": y}, given
@@ -157,7 +160,8 @@ def _run(template: Kernel, given: dict, restarts: int, jitter: float, X, y, num_
     logliks = np.array(idata.point_estimates["log_likelihood"].values, float)  # a copy: projection writes to it
     fits = [read(idata.point_estimates.isel(chain=c)) for c in range(restarts)]
     attrs = idata.posterior.attrs
-    return logliks, fits, [float(attrs["wall_s"]), float(attrs["compile_s"]), float(attrs["run_s"])]
+    iterations = np.asarray(idata.point_estimates["iterations"].values).reshape(-1).astype(int).tolist()
+    return logliks, fits, [float(attrs["wall_s"]), float(attrs["compile_s"]), float(attrs["run_s"])], iterations
 
 
 def log_likelihood_at(kernel: Kernel, noise: float, X: np.ndarray, y: np.ndarray) -> float:

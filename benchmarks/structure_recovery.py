@@ -1,0 +1,441 @@
+"""Recovery of known kernel structures by our greedy search, SMC over structures and GPy-ABCD, on series simulated
+from each structure: recovery rate and held-out log density (docs/performance.md#structure-recovery).
+
+Usage::
+
+    python -m benchmarks.peers install gpy-abcd          # once: GPy-ABCD in its own venv (benchmarks/peers.py)
+    python -m benchmarks.structure_recovery [--truths SE,Per,...] [--seeds 0,1] [--n 100] [--snr 10]
+        [--depth 2] [--restarts 3] [--methods greedy,gpy-abcd,smc] [--smc-particles 32] [--results DIR] [--plot F]
+
+Pin it (``taskset -c 1 ...``). Each truth (``TRUTHS``: a structure with fixed hyperparameters, on inputs
+x = 0.1, 0.2, ... in years-like units) is drawn once per seed at n + n / 5 equally spaced inputs, with Gaussian
+noise of variance (mean prior variance of the signal on the training inputs) / snr; the first n points train, the
+last n / 5 are held out (an extrapolation, as in the ABCD paper's sec. 3.8.2). On the training part:
+
+* ``greedy``: our search (``inference.applications.structure_search.search``): base SE, RQ, Lin, Per, operators
+  C.1-C.11, BIC, beam 1, ``--depth`` levels, ``--restarts`` per candidate, no early stop;
+* ``gpy-abcd``: GPy-ABCD 1.2.3's ``explore_model_space`` in its own venv with its ``Default`` start kernels and
+  rules, ``rounds = depth - 1`` (its round 0 is our depth 1; as in ``benchmarks/abcd_vs_gpy_abcd.py``), BIC, beam 1,
+  the same restarts, on the training part standardised by its mean and sd (our search standardises itself). Its
+  grammar leaves SE out (its config's ``__INCLUDE_SE_KERNEL = False``), so it cannot recover a truth with SE;
+* ``smc``: SMC over structures (``smc_search``, operators + and x, no changepoints) with ``--smc-particles``; its
+  structure is the most probable one and its held-out density the particles' mixture.
+
+Recovered: the found structure equals the truth up to equivalence (``same_structure``: canonical form, with white
+noise summands dropped as the likelihood's own noise, constants dropped as summands and factors, and GPy-ABCD's
+PER, the periodic kernel less its constant, read as Per). For every miss the truth's structure is refitted by our
+ML-II (``refit_truth``: one restart from the true hyperparameters, the rest jittered around them), so its BIC can be
+set beside the found kernel's: a miss whose found kernel has the higher BIC is the score's limit (the data do not
+single the truth out), a miss with the lower BIC is the search's: its optimiser's when the search fitted the truth's
+structure below the refit, its path's when the greedy path never reached the truth.
+Held-out: log p(y_test | y_train) of the held-out points jointly, in data units; the oracle is the true kernel and
+noise. Every (truth, seed, method) row is kept as JSON in ``--results`` and reused by a rerun with the same settings.
+"""
+
+import argparse
+import json
+import math
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import jax.numpy as jnp
+import numpy as np
+
+from benchmarks import peers
+from benchmarks.abcd_vs_gpy_abcd import to_zoo_expression
+from benchmarks.structure_smc import greedy_log_density
+from inference.applications.structure_search import Standardisation, search, smc_search
+from inference.applications.structure_search.bounds import PeriodBounds
+from inference.applications.structure_search.fit import FitFailure, fit_ml2
+from inference.applications.structure_search.scores import bic
+from inference.files.atomic import atomic_write_text
+from zoo import gp
+from zoo.errors import OptionError
+from zoo.kernels import (
+    Changepoint,
+    Constant,
+    Linear,
+    Periodic,
+    Product,
+    SquaredExponential,
+    Sum,
+    White,
+    ZeroMeanPeriodic,
+    num_params,
+    parse,
+)
+from zoo.structure.canonical import key
+from zoo.structure.rescale import rescale_inputs, scale_output
+
+PEER = "gpy-abcd"
+METHODS = ("greedy", "gpy-abcd", "smc")
+SPACING = 0.1  # input spacing; n = 100 covers 10 units, so a period of 1.5 is seen ~7 times
+# The true structures (data units), depth 1 and 2 of our grammar; CP(SE, SE) is C.4 applied to SE.
+TRUTHS = {
+    "SE": SquaredExponential(lengthscale=1.0, variance=1.0),
+    "Per": Periodic(variance=1.0, lengthscale=1.0, period=1.5),
+    "Lin": Linear(variance=0.1, offset=0.5, location=5.0),
+    "SE + Per": SquaredExponential(lengthscale=2.0, variance=1.0) + Periodic(variance=0.5, lengthscale=1.0, period=1.5),
+    "Lin x Per": Linear(variance=0.05, offset=0.3, location=0.0) * Periodic(variance=1.0, lengthscale=1.0, period=1.5),
+    "CP(SE, SE)": Changepoint(
+        SquaredExponential(lengthscale=0.3, variance=1.0),
+        SquaredExponential(lengthscale=3.0, variance=1.0),
+        location=5.0,
+        width=0.2,
+    ),
+}
+
+# Runs inside the peer's venv: argv[1] a JSON file {x, y, x_test, y_test, depth, restarts, seed}; prints one JSON line
+# (the held-out log density in the standardised units it was given).
+GPY_SCRIPT = r"""
+import contextlib, json, sys, time, warnings
+import numpy as np
+from GPy_ABCD import BIC, explore_model_space, fit_mods_not_parallel, production_rules, start_kernels
+cfg = json.load(open(sys.argv[1]))
+X, Y = np.asarray(cfg["x"], float)[:, None], np.asarray(cfg["y"], float)[:, None]
+Xt, Yt = np.asarray(cfg["x_test"], float)[:, None], np.asarray(cfg["y_test"], float)
+np.random.seed(cfg["seed"])
+warnings.simplefilter("ignore")
+t0 = time.perf_counter()
+with contextlib.redirect_stdout(sys.stderr):
+    sorted_models, tested, *_ = explore_model_space(
+        X, Y, start_kernels=start_kernels["Default"], p_rules=production_rules["Default"], utility_function=BIC,
+        rounds=cfg["depth"] - 1, beam=1, restarts=cfg["restarts"], model_list_fitter=fit_mods_not_parallel,
+        optimiser="lbfgsb", verbose=False,
+    )
+wall_s = time.perf_counter() - t0
+best = sorted_models[0]
+mean, cov = best.model.predict(Xt, full_cov=True)  # include_likelihood: the noise is on the diagonal
+r = Yt - mean[:, 0]
+L = np.linalg.cholesky(cov)
+z = np.linalg.solve(L, r)
+log_density = float(-0.5 * z @ z - np.log(np.diag(L)).sum() - 0.5 * len(r) * np.log(2 * np.pi))
+print(json.dumps({
+    "wall_s": wall_s, "fits": sum(len(level) for level in tested), "kernel": str(best.kernel_expression),
+    "log_likelihood": float(best._ll()), "num_params": int(best._k()), "bic": float(best.cached_utility_function),
+    "log_density_std": log_density,
+}))
+"""
+
+
+def _strip(kernel):
+    """``kernel`` without white-noise and constant summands or constant factors, ZPer read as Per (None: nothing
+    left)."""
+    if isinstance(kernel, Sum | Product):
+        left, right = _strip(kernel.left), _strip(kernel.right)
+        if left is None or right is None:
+            return right if left is None else left
+        return type(kernel)(left, right)
+    if isinstance(kernel, White | Constant):
+        return None
+    if isinstance(kernel, ZeroMeanPeriodic):
+        return Periodic()
+    if kernel.CHILDREN:
+        children = [_strip(getattr(kernel, c)) for c in kernel.CHILDREN]
+        return type(kernel)(*[Constant() if c is None else c for c in children])
+    return kernel
+
+
+def same_structure(found: str, truth: str) -> bool:
+    """Whether two kernel expressions (our grammar's text) name the same structure up to white noise, constants and
+    the constant part of Per (module docstring)."""
+    a, b = _strip(parse(found)), _strip(parse(truth))
+    return a is not None and b is not None and key(a) == key(b)
+
+
+def simulate(name: str, n: int, snr: float, seed: int) -> dict:
+    """One draw of truth ``name`` at n + n // 5 inputs: x, y (n,) for training, x_test, y_test (n // 5,) and the noise
+    variance (module docstring)."""
+    kernel = TRUTHS[name]
+    m = n // 5
+    x = SPACING * np.arange(1, n + m + 1)
+    K = np.asarray(kernel(jnp.asarray(x[:, None])))
+    noise = float(np.mean(np.diag(K)[:n]) / snr)
+    rng = np.random.default_rng([seed, list(TRUTHS).index(name)])
+    L = np.linalg.cholesky(K + 1e-10 * np.eye(len(x)))
+    y = L @ rng.standard_normal(len(x)) + math.sqrt(noise) * rng.standard_normal(len(x))
+    return {"x": x[:n], "y": y[:n], "x_test": x[n:], "y_test": y[n:], "noise": noise}
+
+
+def oracle_log_density(name: str, data: dict) -> float:
+    """log p(y_test | y_train) under the true kernel and noise."""
+    X, Xt = jnp.asarray(data["x"][:, None]), jnp.asarray(data["x_test"][:, None])
+    post = gp.predict(TRUTHS[name], X, jnp.asarray(data["y"]), data["noise"], Xt, True)
+    r = jnp.asarray(data["y_test"]) - post.mean
+    return float(gp.gaussian_log_evidence(r, post.cov + data["noise"] * jnp.eye(len(r)))[0])
+
+
+def to_standardised(kernel, scale: Standardisation):
+    """The data-units ``kernel`` as a kernel of the standardised inputs and targets (inverse of
+    ``Standardisation.kernel_in_data_units``)."""
+    shift, sx = float(scale.x_shift[0]), float(scale.x_scale[0])
+    return scale_output(rescale_inputs(kernel, -shift / sx, 1.0 / sx), 1.0 / scale.y_scale**2)
+
+
+def refit_truth(name: str, data: dict, restarts: int, seed: int) -> dict:
+    """The true structure fitted by our ML-II on the standardised training data, chain 0 from the true
+    hyperparameters and noise, the others jittered around them, within the periodic bounds: log p and our BIC."""
+    X, y = data["x"][:, None], data["y"]
+    scale = Standardisation.of(X, y)
+    Xs, ys = scale.inputs(X), scale.targets(y)
+    try:
+        fit = fit_ml2(
+            to_standardised(TRUTHS[name], scale),
+            Xs,
+            ys,
+            data["noise"] / scale.y_scale**2,
+            restarts,
+            seed=seed,
+            bounds=PeriodBounds.of(Xs),
+            optimizer="host-lbfgs",
+        )
+    except FitFailure as err:
+        return {"error": str(err)}
+    k = num_params(fit.kernel, 1) + 1
+    return {"log_likelihood": fit.log_likelihood, "num_params": k, "bic": bic(fit.log_likelihood, k, len(y))}
+
+
+def run_greedy(data: dict, depth: int, restarts: int, seed: int) -> dict:
+    t0 = time.perf_counter()
+    result = search(
+        data["x"], data["y"], depth=depth, restarts=restarts, patience=depth, width=1, seed=seed, progress=_quiet
+    )
+    return {
+        "wall_s": time.perf_counter() - t0,
+        "kernel": result.best.expression,
+        "fits": len(result.trace),
+        "log_likelihood": result.best.log_likelihood,
+        "num_params": result.best.num_params,
+        "bic": result.best.bic,
+        "log_density": greedy_log_density(result, data["x_test"], data["y_test"]),
+        "trace_bic": {f.expression: f.bic for f in result.trace if f.ok},  # every structure it fitted
+    }
+
+
+def run_smc(data: dict, particles: int, seed: int) -> dict:
+    t0 = time.perf_counter()
+    result = smc_search(data["x"], data["y"], seed=seed, particles=particles, progress=_quiet)
+    return {
+        "wall_s": time.perf_counter() - t0,
+        "kernel": result.best.expression,
+        "posterior_of_best": next(iter(result.posterior().values())),
+        "log_evidence": result.log_evidence_data_units,
+        "log_density": result.log_predictive_density(data["x_test"][:, None], data["y_test"]),
+    }
+
+
+def run_gpy_abcd(data: dict, depth: int, restarts: int, seed: int, python: Path) -> dict:
+    """GPy-ABCD in the peer's interpreter on the standardised training part; its kernel in our notation
+    (``abcd_vs_gpy_abcd.to_zoo_expression``), its BIC on our scale (-1/2 x its own) and its held-out log density in
+    data units."""
+    scale = Standardisation.of(data["x"][:, None], data["y"])
+    cfg = {
+        "x": scale.inputs(data["x"][:, None])[:, 0].tolist(),
+        "y": scale.targets(data["y"]).tolist(),
+        "x_test": scale.inputs(data["x_test"][:, None])[:, 0].tolist(),
+        "y_test": scale.targets(data["y_test"]).tolist(),
+        "depth": depth,
+        "restarts": restarts,
+        "seed": seed,
+    }
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "cfg.json").write_text(json.dumps(cfg))
+        (Path(tmp) / "run.py").write_text(GPY_SCRIPT)
+        done = subprocess.run(
+            [str(python), str(Path(tmp) / "run.py"), str(Path(tmp) / "cfg.json")],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            check=True,
+        )
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    out["peer_kernel"] = out["kernel"]
+    try:
+        out["kernel"] = key(parse(to_zoo_expression(out["peer_kernel"])))
+    except (OptionError, ValueError) as err:  # a kernel our grammar cannot read counts as a miss
+        out["kernel"], out["parse_error"] = None, str(err)
+    out["bic"] = -0.5 * out["bic"]
+    out["log_density"] = out.pop("log_density_std") - len(data["y_test"]) * math.log(scale.y_scale)
+    return out
+
+
+def _quiet(_line: str) -> None:
+    pass
+
+
+def _row_path(results: Path, truth: str, seed: int, method: str, args) -> Path:
+    tag = "".join(c if c.isalnum() else "_" for c in truth)
+    size = f"n{args.n}_snr{args.snr:g}_depth{args.depth}_restarts{args.restarts}"
+    extra = f"_p{args.smc_particles}" if method == "smc" else ""
+    return results / f"{tag}_seed{seed}_{method}_{size}{extra}.json"
+
+
+def run_cell(truth: str, seed: int, method: str, args, python: Path | None) -> dict:
+    """One (truth, seed, method): its JSON row, computed or read back."""
+    path = _row_path(Path(args.results), truth, seed, method, args)
+    if path.is_file():
+        return json.loads(path.read_text())
+    data = simulate(truth, args.n, args.snr, seed)
+    if method == "greedy":
+        row = run_greedy(data, args.depth, args.restarts, seed)
+    elif method == "smc":
+        row = run_smc(data, args.smc_particles, seed)
+    else:
+        row = run_gpy_abcd(data, args.depth, args.restarts, seed, python)
+    row |= {"truth": truth, "seed": seed, "method": method, "oracle_log_density": oracle_log_density(truth, data)}
+    row["recovered"] = row["kernel"] is not None and same_structure(row["kernel"], truth)
+    if not row["recovered"] and method != "smc":
+        row["truth_refit"] = refit_truth(truth, data, args.restarts, seed)
+    atomic_write_text(path, json.dumps(row))
+    return row
+
+
+def verdict(row: dict) -> str:
+    """A miss's cause by BIC (ours, higher is better): the score's limit when the found kernel's BIC is at least the
+    refitted truth's; otherwise, for our greedy search, the optimiser's when the search fitted the truth's structure
+    (and scored it below the refit), its path's when the greedy path never reached it. GPy-ABCD's misses of a truth
+    with SE are its grammar's (it has no SE); its BIC counts every GPy parameter (each product factor keeps its
+    variance), so on a miss its BIC is a little lower than ours would be for the same fit."""
+    refit = row.get("truth_refit") or {}
+    if row["recovered"]:
+        return "recovered"
+    if row.get("method") == "gpy-abcd" and "SE" in str(row.get("truth")).replace("(", " ").replace(",", " ").split():
+        return "miss: truth outside its grammar (no SE)"
+    if "bic" not in refit or row.get("bic") is None:
+        return "miss (no comparison)"
+    if row["bic"] >= refit["bic"]:
+        return "miss: score's limit"
+    fitted = [b for k, b in (row.get("trace_bic") or {}).items() if same_structure(k, row["truth"])]
+    if fitted:
+        return f"miss: optimiser's (the search's fit of the truth: {max(fitted):.2f})"
+    return "miss: search's path (the truth not among its candidates)" if "trace_bic" in row else "miss: search's"
+
+
+def markdown(rows: list[dict]) -> str:
+    """Per truth and method: recovered / runs, mean held-out log density minus the oracle's, mean wall; then every
+    miss with both BICs."""
+    truths = list(dict.fromkeys(r["truth"] for r in rows))
+    methods = [m for m in METHODS if any(r["method"] == m for r in rows)]
+    head = "| truth | " + " | ".join(f"{m} recovered | {m} held-out - oracle | {m} wall (s)" for m in methods) + " |"
+    lines = [head, "|---|" + "---:|---:|---:|" * len(methods)]
+    for t in truths:
+        cells = []
+        for m in methods:
+            rs = [r for r in rows if r["truth"] == t and r["method"] == m]
+            gap = np.mean([r["log_density"] - r["oracle_log_density"] for r in rs])
+            cells.append(
+                f"{sum(r['recovered'] for r in rs)}/{len(rs)} | {gap:.2f} | {np.mean([r['wall_s'] for r in rs]):.1f}"
+            )
+        lines.append(f"| {t} | " + " | ".join(cells) + " |")
+    misses = [r for r in rows if not r["recovered"]]
+    if misses:
+        lines += [
+            "",
+            "| truth | seed | method | found | its BIC | truth refit BIC | verdict |",
+            "|---|---:|---|---|---:|---:|---|",
+        ]
+        for r in misses:
+            refit = r.get("truth_refit") or {}
+            found_bic = "n/a" if r.get("bic") is None else f"{r['bic']:.2f}"
+            refit_bic = f"{refit['bic']:.2f}" if "bic" in refit else "n/a"
+            found = r["kernel"] if r["kernel"] else r.get("peer_kernel")
+            lines.append(
+                f"| {r['truth']} | {r['seed']} | {r['method']} | {found} | {found_bic} | {refit_bic} | {verdict(r)} |"
+            )
+    return "\n".join(lines)
+
+
+def plot(rows: list[dict], path: Path) -> Path:
+    """Two panels: recovery rate per truth and method; held-out log density minus the oracle's, one point a seed."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    truths = list(dict.fromkeys(r["truth"] for r in rows))
+    methods = [m for m in METHODS if any(r["method"] == m for r in rows)]
+    fig, (a, b) = plt.subplots(1, 2, figsize=(11, 3.8))
+    width = 0.8 / len(methods)
+    for j, m in enumerate(methods):
+        pos = np.arange(len(truths)) + (j - (len(methods) - 1) / 2) * width
+        rate = [
+            np.mean([r["recovered"] for r in rows if r["truth"] == t and r["method"] == m] or [np.nan]) for t in truths
+        ]
+        a.bar(pos, rate, width, label=m)
+        for i, t in enumerate(truths):
+            gaps = [r["log_density"] - r["oracle_log_density"] for r in rows if r["truth"] == t and r["method"] == m]
+            b.plot([pos[i]] * len(gaps), gaps, "o", color=f"C{j}", label=m if i == 0 else None)
+    for ax in (a, b):
+        ax.set_xticks(np.arange(len(truths)), truths, rotation=20)
+    a.set_ylabel("recovered (fraction of seeds)")
+    b.set_ylabel("held-out log density - oracle's (nats)")
+    b.axhline(0.0, color="k", lw=0.5)
+    a.legend(fontsize=8)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def check_args(args) -> None:
+    """An ``OptionError`` for settings no run can use, before anything is simulated or compiled."""
+    unknown = [t for t in args.truths if t not in TRUTHS] + [m for m in args.methods if m not in METHODS]
+    if unknown:
+        raise OptionError(f"unknown truths or methods {unknown}; truths: {list(TRUTHS)}, methods: {list(METHODS)}.")
+    for label, value in (("n", args.n), ("depth", args.depth), ("restarts", args.restarts)):
+        if value < 1:
+            raise OptionError(f"{label} must be a positive integer, got {value}.")
+    if args.n < 20 or not args.snr > 0 or ("smc" in args.methods and args.smc_particles < 2):
+        raise OptionError("n must be at least 20, snr positive, and smc needs at least 2 particles.")
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--truths", type=lambda s: s.split(","), default=list(TRUTHS))
+    p.add_argument("--seeds", type=lambda s: [int(v) for v in s.split(",")], default=[0, 1])
+    p.add_argument("--methods", type=lambda s: s.split(","), default=["greedy", "gpy-abcd"])
+    p.add_argument("--n", type=int, default=100, help="training points (n / 5 more are held out)")
+    p.add_argument("--snr", type=float, default=10.0, help="signal variance / noise variance")
+    p.add_argument("--depth", type=int, default=2)
+    p.add_argument("--restarts", type=int, default=3)
+    p.add_argument("--smc-particles", type=int, default=32)
+    p.add_argument("--results", default="bench_results/structure_recovery")
+    p.add_argument("--plot", default=None, help="write the figure here (default: recovery.png in --results)")
+    args = p.parse_args(argv)
+    try:
+        check_args(args)
+        python = peers.peer_python(PEER) if "gpy-abcd" in args.methods else None
+    except (OptionError, peers.PeerMissing) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    Path(args.results).mkdir(parents=True, exist_ok=True)
+    rows = []
+    for truth in args.truths:
+        for seed in args.seeds:
+            for method in args.methods:
+                row = run_cell(truth, seed, method, args, python)
+                print(
+                    f"{truth} seed {seed} {method}: {row['kernel']} ({'recovered' if row['recovered'] else 'miss'}), "
+                    f"held-out {row['log_density']:.2f} (oracle {row['oracle_log_density']:.2f}), "
+                    f"{row['wall_s']:.1f} s",
+                    file=sys.stderr,
+                    flush=True,
+                )
+                rows.append(row)
+    title = (
+        f"n = {args.n} training + {args.n // 5} held-out points, snr {args.snr:g}, depth {args.depth}, "
+        f"{args.restarts} restarts, seeds {args.seeds}"
+        + (f", SMC {args.smc_particles} particles" if "smc" in args.methods else "")
+    )
+    print(title + "\n\n" + markdown(rows))
+    figure = plot(rows, Path(args.plot) if args.plot else Path(args.results) / "recovery.png")
+    print(f"\nfigure: {figure}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
