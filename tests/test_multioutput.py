@@ -120,7 +120,7 @@ def test_lmc_is_a_sum_of_icms_and_psd():
     assert np.linalg.eigvalsh(K).min() > -1e-10 * np.abs(K).max()
     # an LMC is a pytree: jit and grad take it as an argument
     value = jax.jit(lambda k: dense_log_marginal_likelihood(k, X, Y, NOISE))(lmc)
-    grads = jax.grad(lambda k: dense_log_marginal_likelihood(k, X, Y, NOISE))(lmc)
+    grads = jax.jit(jax.grad(lambda k: dense_log_marginal_likelihood(k, X, Y, NOISE)))(lmc)
     assert np.isfinite(value) and np.all(np.isfinite(grads.terms[1].coregion.W))
 
 

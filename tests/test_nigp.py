@@ -142,8 +142,12 @@ def test_eiv_elbo_is_finite_with_an_autoguide():
     ds = zoo.get("gp/eiv").simulate(jax.random.PRNGKey(1), n=12, n_test=5)
     program = zoo.get("gp/eiv").program
     svi = SVI(program, AutoNormal(program), numpyro.optim.Adam(0.01), Trace_ELBO())
-    result = svi.run(jax.random.PRNGKey(0), 20, progress_bar=False, **ds.observed)
-    assert np.all(np.isfinite(np.asarray(result.losses)))
+
+    @jax.jit  # one program: the guide's initialisation op by op compiled some 270 small ones
+    def loss(key):
+        return svi.evaluate(svi.init(key, **ds.observed), **ds.observed)
+
+    assert np.isfinite(float(loss(jax.random.PRNGKey(0))))
 
 
 @pytest.mark.slow
