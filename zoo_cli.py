@@ -243,7 +243,10 @@ def cmd_reference(args) -> int:
 
     counts = {k: getattr(args, k) for k in ("chains", "draws", "thin", "warmup", "seed")}
     counts = {k: v for k, v in counts.items() if v is not None}  # build's defaults: posteriordb's
-    ref = build(args.model, model_options, size, args.data_seed, params, engine=args.engine, **counts)
+    engine_options = {} if args.target_accept is None else {"target_accept": args.target_accept}
+    ref = build(
+        args.model, model_options, size, args.data_seed, params, args.engine, **counts, engine_options=engine_options
+    )
     path = ref.save(args.out)
     print(f"wrote {path} ({ref.kind}, {ref.provenance.get('wall_s')} s)")
     return 0
@@ -397,6 +400,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--thin", type=int, help="thinning (default: 10)")
     p.add_argument("--warmup", type=int, help="warm-up iterations (default: 10000)")
     p.add_argument("--seed", type=int, help="engine seed (default: 4711)")
+    p.add_argument(
+        "--target-accept",
+        type=float,
+        help="NUTS's target acceptance (Stan's adapt_delta; default: the engine's 0.8); raise it when divergences "
+        "refuse the run",
+    )
     p.add_argument("--out", help="references folder (default: zoo/references)")
     p.add_argument("--export", metavar="DIR", help="write the stored reference to DIR in posteriordb's layout")
     p.add_argument("--list", action="store_true", help="list the stored references")

@@ -123,6 +123,9 @@ def test_zoo_reference_refuses_what_cannot_make_a_reference_before_running():
         choose_engine(zoo.get("iwmm"))
     with pytest.raises(OptionError, match="thin must be"):
         build("gp/classification", size={"n": 5}, thin=0)
+    with pytest.raises(OptionError, match="takes only target_accept"):  # the stored command could not regenerate it
+        build("gp/classification", size={"n": 5}, engine_options={"max_tree_depth": 5})
+    assert choose_engine(zoo.get("gp/svgp")) == "exact"  # without minibatches: the conjugate view
 
 
 def test_a_run_failing_posteriordbs_criteria_is_not_a_reference():

@@ -17,7 +17,8 @@ the initial value):
   gp/fitc   y ~ N(0, Q + diag(K - Q) + s2 I)                         (Kaiser eq. 2.54 corrected)
   gp/vfe    y ~ N(0, Q + s2 I) (DTC) plus the factor -tr(K - Q)/(2 s2)  (Titsias bound, Kaiser 2.71, Franzese 8.15)
   gp/svgp   v ~ N(0, I), u = L_ZZ v (whitened), per-point analytic E_{p(f|u)} log N(y|f, s2) inside a subsampled plate;
-            the ``guide`` view has q(v) = N(m, L L^T) and point masses (ML-II/MAP) on the hyperparameters.
+            the ``guide`` view has q(v) = N(m, L L^T) and point masses (ML-II/MAP) on the hyperparameters; without
+            minibatches the ``conjugate`` view is the exact p(v | y, hyperparameters) (``svgp_conjugate``).
 """
 
 from functools import partial
@@ -36,7 +37,7 @@ from zoo.data.regression import noisy_sine
 from zoo.errors import DataError
 from zoo.kernels import Kernel, SquaredExponential, as_inputs
 from zoo.options import Option
-from zoo.registry import Dataset, ModelSpec, frozen, positive_int, register_family
+from zoo.registry import ConjugatePosterior, Dataset, ModelSpec, frozen, positive_int, register_family
 
 Array = Any
 LOG_2PI = jnp.log(2.0 * jnp.pi)
@@ -281,6 +282,20 @@ def svgp(X, Z, y=None, batch_size=None):
         numpyro.factor("svgp_trace", -0.5 * k_tilde / noise)
 
 
+def svgp_conjugate(params, X, Z, y) -> ConjugatePosterior:
+    """The exact posterior of ``svgp``'s whitened inducing values v given the hyperparameters, all N points in the
+    plate (no minibatch): the program's log joint in v is log N(v | 0, I) + sum_n log N(y_n | a_n^T v, s2) + a
+    constant, a Gaussian likelihood with design A^T, so p(v | y) is Titsias' optimal q(v) (``optimal_whitened_q``;
+    Kaiser eq. 2.70, Franzese eq. 8.23) and the evidence integral over v is the collapsed VFE bound
+    log N(y | 0, Q + s2 I) - tr(K - Q) / (2 s2) (``vfe_bound``; Kaiser eq. 2.71): the ``gp/vfe`` program's log
+    likelihood at the same hyperparameters. The relative jitter on K_ZZ is part of both programs (``gp.cholesky``),
+    so ``jitter`` is 0. X (N, D), Z (M, D), y (N,); the latent vector is v (M,)."""
+    kernel = SquaredExponential(params["variance"], params["lengthscale"])
+    q = optimal_whitened_q(kernel, X, y, Z, params["noise"])
+    log_evidence = vfe_bound(kernel, X, y, Z, params["noise"])
+    return ConjugatePosterior(q.mean, q.scale_tril @ q.scale_tril.T, lambda v: {"v": v}, log_evidence)
+
+
 def svgp_guide(X, Z, y=None, batch_size=None):
     """q(v) = N(q_mean, q_scale_tril q_scale_tril^T) and point masses on the hyperparameters (ML-II/MAP).
 
@@ -361,7 +376,13 @@ def _vfe(num_inducing: int) -> ModelSpec:
 def _svgp(num_inducing: int, batch_size: int | None) -> ModelSpec:
     summary = "SVGP, whitened q(v) = N(m, LL^T), minibatch plate; guide view has q(v) and MAP hypers"
     views = {"guide": partial(svgp_guide, batch_size=batch_size)}
-    return _sparse_spec("gp/svgp", partial(svgp, batch_size=batch_size), summary, SVGP_SOURCE, num_inducing, views)
+    capabilities = ("continuous",)
+    if batch_size is None:  # a minibatch plate scales the likelihood by N/B per draw: no closed form then
+        views["conjugate"] = svgp_conjugate
+        capabilities += ("conjugate",)
+    return _sparse_spec(
+        "gp/svgp", partial(svgp, batch_size=batch_size), summary, SVGP_SOURCE, num_inducing, views, capabilities
+    )
 
 
 def svgp_from(estimates) -> tuple[Kernel, Array, Array, WhitenedQ]:

@@ -85,7 +85,8 @@ def build(
 ) -> refs.StoredReference:
     """The reference of ``model`` (with ``model_options``) on data simulated with ``size`` and ``data_seed``, with
     ``params`` held fixed (None: every parameter sampled, except for exact engines, which fix the model's defaults).
-    ``draws`` per chain after thinning by ``thin``. Raises NotCertifiedError for a run that fails the checks."""
+    ``draws`` per chain after thinning by ``thin``; ``engine_options`` only ``target_accept`` (NUTS's, Stan's
+    adapt_delta). Raises NotCertifiedError for a run that fails the checks."""
     import jax
 
     import inference
@@ -94,6 +95,9 @@ def build(
     model_options, size, params = dict(model_options or {}), dict(size or {}), params
     spec = zoo.get(model, **model_options)
     engine = choose_engine(spec, engine)
+    unknown = set(engine_options or {}) - {"target_accept"}
+    if unknown:  # the stored command must regenerate the run, and `zoo reference` has only --target-accept
+        raise OptionError(f"engine_options {sorted(unknown)}: a reference run takes only target_accept")
     for name, value, low in (("chains", chains, 1), ("draws", draws, 1), ("thin", thin, 1), ("warmup", warmup, 1)):
         if isinstance(value, bool) or not isinstance(value, int) or value < low:
             raise OptionError(f"{name} must be an integer >= {low}, got {value!r}")
@@ -156,7 +160,12 @@ def build(
         {
             "command": refs.build_command(model, model_options, size, data_seed, fixed)
             + (f" --engine {engine}" if engine == "nuts" else "")
-            + _counts_flags(engine, chains=chains, draws=draws, thin=thin, warmup=warmup, seed=seed),
+            + _counts_flags(engine, chains=chains, draws=draws, thin=thin, warmup=warmup, seed=seed)
+            + (
+                "".join(f" --target-accept {v}" for v in dict(engine_options or {}).values())
+                if engine == "nuts"
+                else ""
+            ),
             "engine": engine,
             "chains": chains if engine == "nuts" else None,
             "draws_per_chain": draws if engine == "nuts" else None,
