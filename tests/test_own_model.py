@@ -38,8 +38,9 @@ def exact_blr():
     ("engine", "options"),
     [
         ("nuts", {"num_chains": 2, "num_warmup": 300, "num_samples": 1000}),
-        ("numpyro-nuts", {"num_chains": 2, "num_warmup": 200, "num_samples": 500}),
-        ("tsmc", {"num_chains": 2, "num_particles": 1000}),
+        # each engine reads a plain program through the same spec; two more compile 8-9 s of CPU each
+        pytest.param("numpyro-nuts", {"num_chains": 2, "num_warmup": 200, "num_samples": 500}, marks=pytest.mark.slow),
+        pytest.param("tsmc", {"num_chains": 2, "num_particles": 1000}, marks=pytest.mark.slow),
     ],
 )
 def test_a_plain_program_samples_the_posterior_of_its_registered_twin(engine, options, exact_blr):
