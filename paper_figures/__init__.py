@@ -25,6 +25,7 @@ SCRIPTS: list[str] = [
     "mchutchon_learning",
     "mchutchon_pilco",
     "mchutchon_dependent_transitions",
+    "mchutchon_bayes_rbf",
     "franzese_svgp",
     "franzese_active_learning",
     "franzese_notes_figures",

@@ -21,6 +21,7 @@ from zoo import (  # noqa: E402,F401  (registers the models)
     nigp,
     nonconjugate,
     nvc,
+    rbf_network,
     regression,
     sparse,
     sparse_nonconjugate,
