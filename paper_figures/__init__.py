@@ -26,6 +26,7 @@ SCRIPTS: list[str] = [
     "mchutchon_pilco",
     "mchutchon_dependent_transitions",
     "mchutchon_bayes_rbf",
+    "mchutchon_chapter2",
     "franzese_svgp",
     "franzese_active_learning",
     "franzese_notes_figures",
