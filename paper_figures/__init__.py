@@ -27,6 +27,7 @@ SCRIPTS: list[str] = [
     "mchutchon_dependent_transitions",
     "mchutchon_bayes_rbf",
     "mchutchon_chapter2",
+    "mchutchon_cartpole_nigp",
     "franzese_svgp",
     "franzese_active_learning",
     "franzese_notes_figures",

@@ -15,8 +15,8 @@ Assumed defaults (the thesis prints no function, size or noise level for Figs 2.
   (docs/sources/mchutchon.md#sigmoid), 500 training points as the thesis, data seed 200 (the sigmoid
   figure's set 0 at this level); GP and NIGPu by ``nigp``, the variational GP as ``paper_figures/mchutchon_sigmoid.py``
   fits it (20 fixed inducing inputs, ``svi`` with the delta guide, 3000 Adam steps), MLHGP with 5 iterations (quick:
-  100 points, 500 steps, 2 iterations: a smoke run, not a reproduction). The true predictive of a noisy y_out at a noisy y_in (x | y_in a truncated normal under the uniform
-  inputs) by quadrature on a 4001-point grid of x.
+  100 points, 500 steps, 2 iterations: a smoke run, not a reproduction). The true predictive of a noisy y_out at a
+  noisy y_in (x | y_in a truncated normal under the uniform inputs) by quadrature on a 4001-point grid of x.
 Bands are +-2 sd of a noisy y_out (input and output noise), as the thesis's.
 """
 

@@ -19,6 +19,7 @@ from zoo import (  # noqa: E402,F401  (registers the models)
     lgssm,
     multioutput,
     nigp,
+    nigp_multi,
     nonconjugate,
     nvc,
     rbf_network,
