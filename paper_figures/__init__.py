@@ -28,6 +28,7 @@ SCRIPTS: list[str] = [
     "mchutchon_bayes_rbf",
     "mchutchon_chapter2",
     "mchutchon_cartpole_nigp",
+    "mchutchon_model_error",
     "franzese_svgp",
     "franzese_active_learning",
     "franzese_notes_figures",
