@@ -29,6 +29,7 @@ SCRIPTS: list[str] = [
     "mchutchon_chapter2",
     "mchutchon_cartpole_nigp",
     "mchutchon_model_error",
+    "mchutchon_gp_prior_dynamics",
     "franzese_svgp",
     "franzese_active_learning",
     "franzese_notes_figures",
