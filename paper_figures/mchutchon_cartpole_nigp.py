@@ -8,9 +8,9 @@ of 10 transitions (longer random-force runs drift the cart metres away and spin 
 y_{t+1} (each centred by its training mean). Full: 200 transitions (20 trajectories), 5 splits; quick: the same
 data, 2 splits, GP and NIGPm only. The thesis's 1500 points (750 training) x 4 methods x 10 splits would be several
 hours on the shared 2-core machine here (one 4-output fit at 100 training points takes ~10 s unloaded, several times
-that under the other agents' load), so the full run is reduced to 200 points and 5 splits. GP, NIGPm, NIGPu: one ``gp/nigp-multi`` model with
-tie=True (four output GPs sharing the 5 input-noise variances, each state's output noise its input noise, as the
-thesis does), ML-II by the ``nigp`` engine, 2 slope passes; the plain GP is the engine's mode "gp" on the same model
+that under the other agents' load), so the full run is reduced to 200 points and 5 splits. GP, NIGPm, NIGPu: one
+``gp/nigp-multi`` model with tie=True (four output GPs sharing the 5 input-noise variances, each state's output
+noise its input noise, as the thesis does), ML-II by the ``nigp`` engine, 2 slope passes; the plain GP is the engine's mode "gp" on the same model
 (its noise, the tied input noise of each state, then acts as the output noise). MLHGP
 (``inference.applications.mlhgp``, 5 iterations) per output, as it has no input noise to share. The test
 log-likelihood of a split is the sum over the 4 outputs of the mean log predictive density of the noisy test targets
