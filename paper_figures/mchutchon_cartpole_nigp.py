@@ -1,20 +1,20 @@
-"""McHutchon (2014) E2.4, Fig 2.12: GP vs NIGPm vs NIGPu vs MLHGP on cart-and-pendulum transitions, pairwise test
-log-likelihood differences per test point over random half/half splits (docs/sources/mchutchon.md#cartpole-nigp).
+"""McHutchon (2014) E2.4, Fig 2.12: GP vs NIGPm vs NIGPu vs MLHGP on cart-and-pendulum transitions, pairwise test log-
+likelihood differences per test point over random half/half splits (docs/sources/mchutchon.md#cartpole-nigp).
 
-Data (the thesis states only 1500 points, 5-D input = 4 states + 1 control, 4-D output, random half/half splits,
-10 trials; docs/sources/mchutchon.md#cartpole-data): ``zoo.data.ssm_systems.cartpole`` with Table 4.1's observation
-noise (0.01 m, 0.1 m/s, 10 deg/s, 1 deg), random forces U[-10, 10] N, start N([0, 0, 0, pi], 0.1^2 I); trajectories
-of 10 transitions (longer random-force runs drift the cart metres away and spin the pole), inputs (y_t, u_t), targets
-y_{t+1} (each centred by its training mean). Full: 200 transitions (20 trajectories), 5 splits; quick: the same
-data, 2 splits, GP and NIGPm only. The thesis's 1500 points (750 training) x 4 methods x 10 splits would be several
-hours on the shared 2-core machine here (one 4-output fit at 100 training points takes ~10 s unloaded, several times
-that under the other agents' load), so the full run is reduced to 200 points and 5 splits. GP, NIGPm, NIGPu: one
-``gp/nigp-multi`` model with tie=True (four output GPs sharing the 5 input-noise variances, each state's output
-noise its input noise, as the thesis does), ML-II by the ``nigp`` engine, 2 slope passes; the plain GP is the engine's mode "gp" on the same model
-(its noise, the tied input noise of each state, then acts as the output noise). MLHGP
-(``inference.applications.mlhgp``, 5 iterations) per output, as it has no input noise to share. The test
-log-likelihood of a split is the sum over the 4 outputs of the mean log predictive density of the noisy test targets
-at the noisy test inputs (plain prediction, eqs. 2.87-2.89).
+Data (the thesis states only 1500 points, 5-D input = 4 states + 1 control, 4-D output, random half/half splits, 10
+trials; docs/sources/mchutchon.md#cartpole-data): ``zoo.data.ssm_systems.cartpole`` with Table 4.1's observation noise
+(0.01 m, 0.1 m/s, 10 deg/s, 1 deg), random forces U[-10, 10] N, start N([0, 0, 0, pi], 0.1^2 I); trajectories of 10
+transitions (longer random-force runs drift the cart metres away and spin the pole), inputs (y_t, u_t), targets y_{t+1}
+(each centred by its training mean). Full: 200 transitions (20 trajectories), 5 splits; quick: the same data, 2 splits,
+GP and NIGPm only. The thesis's 1500 points (750 training) x 4 methods x 10 splits would be several hours on the shared
+2-core machine here (one 4-output fit at 100 training points takes ~10 s unloaded, several times that under the other
+agents' load), so the full run is reduced to 200 points and 5 splits. GP, NIGPm, NIGPu: one ``gp/nigp-multi`` model with
+tie=True (four output GPs sharing the 5 input-noise variances, each state's output noise its input noise, as the thesis
+does), ML-II by the ``nigp`` engine, 2 slope passes; the plain GP is the engine's mode "gp" on the same model (its
+noise, the tied input noise of each state, then acts as the output noise). MLHGP (``inference.applications.mlhgp``, 5
+iterations) per output, as it has no input noise to share. The test log-likelihood of a split is the sum over the 4
+outputs of the mean log predictive density of the noisy test targets at the noisy test inputs (plain prediction, eqs.
+2.87-2.89).
 """
 
 from pathlib import Path
