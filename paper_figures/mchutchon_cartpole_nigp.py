@@ -5,8 +5,8 @@ Data (the thesis states only 1500 points, 5-D input = 4 states + 1 control, 4-D 
 trials; docs/sources/mchutchon.md#cartpole-data): ``zoo.data.ssm_systems.cartpole`` with Table 4.1's observation noise
 (0.01 m, 0.1 m/s, 10 deg/s, 1 deg), random forces U[-10, 10] N, start N([0, 0, 0, pi], 0.1^2 I); trajectories of 10
 transitions (longer random-force runs drift the cart metres away and spin the pole), inputs (y_t, u_t), targets y_{t+1}
-(each centred by its training mean). Full: 200 transitions (20 trajectories), 5 splits; quick: 100 transitions, 2 splits,
-GP and NIGPm only. The thesis's 1500 points (750 training) x 4 methods x 10 splits would be several hours on the shared
+(each centred by its training mean). Full: 200 transitions (20 trajectories), 5 splits; quick: 100 transitions, 2
+splits, GP and NIGPm only. The thesis's 1500 points (750 training) x 4 methods x 10 splits would be several hours on the shared
 2-core machine here (one 4-output fit at 100 training points takes ~10 s unloaded, several times that under the other
 agents' load), so the full run is reduced to 200 points and 5 splits. GP, NIGPm, NIGPu: one ``gp/nigp-multi`` model with
 tie=True (four output GPs sharing the 5 input-noise variances, each state's output noise its input noise, as the thesis
@@ -34,8 +34,8 @@ from zoo.data import ssm_systems
 DESCRIPTION = "McHutchon 2014 Fig 2.12 (E2.4): cart-pole transitions, GP vs NIGPm/NIGPu vs MLHGP pairwise test log-lik"
 NAMES = {"gp": "GP", "nigpm": "NIGPm", "nigpu": "NIGPu", "mlhgp": "MLHGP"}
 STEPS = 10  # transitions per trajectory: longer random-force runs drift the cart metres away and spin the pole
-WIN_FRACTION = 0.75
-PREDICT = jax.jit(nigp.predict, static_argnames=("mode", "method"))  # one compilation, not eager ops per output  # the thesis colours a box green when the row wins in at least 75 % of the splits
+WIN_FRACTION = 0.75  # the thesis colours a box green when the row wins in at least 75 % of the splits
+PREDICT = jax.jit(nigp.predict, static_argnames=("mode", "method"))  # one compilation, not eager ops per output
 
 
 def settings(quick: bool) -> dict:
