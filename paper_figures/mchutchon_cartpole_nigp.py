@@ -6,13 +6,13 @@ trials; docs/sources/mchutchon.md#cartpole-data): ``zoo.data.ssm_systems.cartpol
 (0.01 m, 0.1 m/s, 10 deg/s, 1 deg), random forces U[-10, 10] N, start N([0, 0, 0, pi], 0.1^2 I); trajectories of 10
 transitions (longer random-force runs drift the cart metres away and spin the pole), inputs (y_t, u_t), targets y_{t+1}
 (each centred by its training mean). Full: 200 transitions (20 trajectories), 5 splits; quick: 100 transitions, 2
-splits, GP and NIGPm only. The thesis's 1500 points (750 training) x 4 methods x 10 splits would be several hours on the shared
-2-core machine here (one 4-output fit at 100 training points takes ~10 s unloaded, several times that under the other
-agents' load), so the full run is reduced to 200 points and 5 splits. GP, NIGPm, NIGPu: one ``gp/nigp-multi`` model with
-tie=True (four output GPs sharing the 5 input-noise variances, each state's output noise its input noise, as the thesis
-does), ML-II by the ``nigp`` engine, 2 slope passes; the plain GP is the engine's mode "gp" on the same model (its
-noise, the tied input noise of each state, then acts as the output noise). MLHGP (``inference.applications.mlhgp``, 5
-iterations) per output, as it has no input noise to share. The test log-likelihood of a split is the sum over the 4
+splits, GP and NIGPm only. The thesis's 1500 points (750 training) x 4 methods x 10 splits would be several hours on the
+shared 2-core machine here (one 4-output fit at 100 training points takes ~10 s unloaded, several times that under the
+other agents' load), so the full run is reduced to 200 points and 5 splits. GP, NIGPm, NIGPu: one ``gp/nigp-multi``
+model with tie=True (four output GPs sharing the 5 input-noise variances, each state's output noise its input noise, as
+the thesis does), ML-II by the ``nigp`` engine, 2 slope passes; the plain GP is the engine's mode "gp" on the same model
+(its noise, the tied input noise of each state, then acts as the output noise). MLHGP (``inference.applications.mlhgp``,
+5 iterations) per output, as it has no input noise to share. The test log-likelihood of a split is the sum over the 4
 outputs of the mean log predictive density of the noisy test targets at the noisy test inputs (plain prediction, eqs.
 2.87-2.89).
 """
