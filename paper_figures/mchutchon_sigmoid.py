@@ -28,12 +28,12 @@ import numpy as np
 import inference
 from inference.applications import mlhgp
 from inference.files.tables import read_published, write_comparison, write_csv
+from paper_figures._noisy_input import variational
 from zoo import nigp, variational_input
 
 DESCRIPTION = "McHutchon 2014 Table 2.1 / Fig. 2.9 (E2.2): sigmoid, learnt noise levels and pairwise test log-lik"
 OUTPUT_NOISE = 0.025
 NAMES = {"gp": "GP", "nigpm": "NIGPm", "nigpu": "NIGPu", "mlhgp": "MLHGP", "var": "Variational"}
-VAR_INDUCING, VAR_STEPS = 20, 3000
 
 
 def settings(quick: bool) -> dict:
@@ -78,27 +78,6 @@ def run(cfg: dict) -> list[dict]:
                     }
                 )
     return rows
-
-
-def variational(X, y):
-    """The variational input-noise GP fitted by svi (delta guide): a ``zoo.variational_input.VariationalInputFit``."""
-    Z = jnp.linspace(X.min(), X.max(), VAR_INDUCING)[:, None]
-    run = inference.run(
-        "gp/variational-input",
-        {"X": X, "Z": Z, "y": y},
-        engine="svi",
-        guide="delta",
-        num_steps=VAR_STEPS,
-        learning_rate=0.02,
-        num_samples=1,
-        # Away from the "data are noise" optimum q(u) = p(u) (the thesis re-initialises when it lands there): the
-        # output noise starts at 1 % of var(y), the input noise at (range / 20)^2; not the truth's values.
-        init_params={
-            "noise_auto_loc": 0.01 * float(jnp.var(y)),
-            "input_noise_auto_loc": jnp.full(X.shape[1], (float(jnp.ptp(X)) / 20.0) ** 2),
-        },
-    )
-    return variational_input.fit_from(run.point_estimates.isel(chain=0), X, Z, y)
 
 
 def pairwise(rows: list[dict], level: float, a: str, b: str) -> np.ndarray:

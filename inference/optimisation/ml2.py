@@ -43,11 +43,12 @@ OPTIMIZERS = ("lbfgs", "adam", "host-lbfgs")
 
 def log_terms(model, values, params, observed) -> tuple[jax.Array, jax.Array]:
     """(log-likelihood, log prior) of the program at constrained ``values``: observed sites and factors, and the
-    unobserved sample sites."""
+    unobserved sample sites. The sites fixed by ``params`` are conditioned, so they appear as observed; their prior
+    terms are neither (a constant), so the log-likelihood is log p(y | theta) whatever is fixed."""
     trace = handlers.trace(handlers.substitute(model, data=values)).get_trace(params, **observed)
     likelihood, prior = jnp.zeros(()), jnp.zeros(())
-    for site in trace.values():
-        if site["type"] != "sample":
+    for name, site in trace.items():
+        if site["type"] != "sample" or name in params:
             continue
         term = jnp.sum(site["fn"].log_prob(site["value"]))
         if site["scale"] is not None:

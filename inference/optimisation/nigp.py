@@ -73,14 +73,17 @@ def check_disjoint(options: dict) -> None:
 
 
 def log_bounds(X: Array, shapes: tuple[tuple[str, tuple[int, ...]], ...]) -> list[tuple[None, float | None]]:
-    """L-BFGS-B bounds of the flat log values: only the lengthscale (D,) has one.
+    """L-BFGS-B bounds of the flat log values: only the lengthscale (D,) or (E, D) has one.
 
     ARD switches an irrelevant input off by a lengthscale -> infinity; capped at MAX_RELATIVE_LENGTHSCALE input sds
     (already a constant function of that input) so that exp(log l) and moment matching stay finite."""
     cap = np.log(MAX_RELATIVE_LENGTHSCALE * np.maximum(np.std(np.asarray(X), 0), 1e-12))
     bounds = []
     for name, shape in shapes:
-        bounds += [(None, b) for b in cap] if name == "lengthscale" else [(None, None)] * int(np.prod(shape))
+        if name == "lengthscale":  # (D,), or (E, D) for a multi-output model
+            bounds += [(None, b) for b in np.broadcast_to(cap, shape).ravel()]
+        else:
+            bounds += [(None, None)] * int(np.prod(shape))
     return bounds
 
 
@@ -93,7 +96,7 @@ def train(view, X: Array, y: Array, start: dict, fixed: dict, mode: str, passes:
     bounds = log_bounds(X, shapes)
     flat = np.minimum(flatten(start), [np.inf if upper is None else upper for _, upper in bounds])
     fn = objective(view, mode, shapes)
-    slope_extra = jnp.zeros(N)
+    slope_extra = jnp.zeros(y.shape)  # (N,), or (N, E) for a multi-output model
     trace, pass_of, evaluations = [], [], 0
     for index in range(1 if mode == "gp" else passes):
 
