@@ -86,7 +86,7 @@ def test_every_restart_non_finite_is_a_failure_with_the_reason(monkeypatch):
     from inference.applications.structure_search import fit as fit_module
 
     def nan_run(template, given, restarts, *args):
-        return np.full(restarts, np.nan), [(template, 0.1)] * restarts, [0.0, 0.0, 0.0]
+        return np.full(restarts, np.nan), [(template, 0.1)] * restarts, [0.0, 0.0, 0.0], [0] * restarts
 
     monkeypatch.setattr(fit_module, "_run", nan_run)
     with pytest.raises(FitFailure, match="non-finite"):
