@@ -174,6 +174,7 @@ def test_simulate_selects_no_pseudo_inputs_but_engines_get_them(kink_data):
     assert zoo.get("gpssm/sparse", num_pseudo=5).views["pseudo_inputs"].num_pseudo == 5
 
 
+@pytest.mark.slow  # an AR1-GP fit and the direct program for its own sizes: ~20 s cold; prepare is checked above
 def test_run_gives_simulated_data_their_pseudo_inputs():
     """``inference.run`` on simulated data (data=None) prepares them: the engine sees the model's pseudo-inputs."""
     idata = inference.run(SMALL_KINK, engine="direct", num_steps=2, num_samples=2)

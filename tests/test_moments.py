@@ -92,7 +92,7 @@ def test_moments_match_monte_carlo(n_in, n_out, sparse, n_control):
         )
 
 
-@pytest.mark.parametrize("n_in,n_out", [(1, 1), (3, 2), (5, 4)])
+@pytest.mark.parametrize("n_in,n_out", [(1, 1), pytest.param(3, 2, marks=pytest.mark.slow), (5, 4)])
 def test_zero_input_covariance_is_plain_gp(n_in, n_out):
     predictor, mu, _, _ = random_problem(jax.random.PRNGKey(n_in), n_in, n_out)
     out = mm.predict_moments(predictor, mu, jnp.zeros((n_in, n_in)))

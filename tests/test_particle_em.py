@@ -126,7 +126,7 @@ def test_linear_gaussian_m_step_is_weighted_least_squares():
     assert new["C"] is params["C"]
 
 
-@pytest.mark.parametrize("gp_prior", [False, True])
+@pytest.mark.parametrize("gp_prior", [False, pytest.param(True, marks=pytest.mark.slow)])
 def test_gp_ssm_pseudo_targets_maximise_q(gp_prior):
     """The closed-form pseudo-targets of the sparse GP-SSM are the stationary point of Q (ML) or of Q + log N(F~ |
     m(X~), K(X~, X~)) (MAP, ``gp_prior``): the gradient there is ~0 against its size at the start, and nearby F~ are

@@ -89,6 +89,7 @@ def test_step_from_a_point_matches_particles(angle_dynamics):
     assert_mc(S1, d[:, :, None] * d[:, None, :], "x_1 cov")
 
 
+@pytest.mark.slow  # ~10 s of compilation; the moment-matched cost's gradient is checked by default in test_pilco.py
 def test_gradient_against_finite_differences(angle_dynamics):
     """Directional derivatives of the 3-step moment-matched cost against central differences (h = 1e-4: O(h^2)
     truncation ~1e-8 relative, rounding ~1e-12), rtol 1e-5."""

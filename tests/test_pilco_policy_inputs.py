@@ -86,6 +86,7 @@ def test_mapped_rbf_point_action_uses_the_map(mapped_rbf):
     assert policies.input_dim(mapped_rbf) == 4 and policies.num_controls(mapped_rbf) == 2
 
 
+@pytest.mark.slow  # ~15 s of compilation; the moment-matched cost's gradient is checked by default in test_pilco.py
 def test_gradient_through_a_mapped_policy_against_finite_differences(state):
     """Directional derivatives of a 3-step moment-matched cost (raw-input GP) with respect to the mapped policy's
     parameters, against central differences, rtol 1e-5; the map itself is not a parameter. h = 1e-5: the

@@ -50,6 +50,7 @@ def no_ar1_fit():
     patch.undo()
 
 
+@pytest.mark.slow  # its own direct program (num_steps=0): ~7 s cold; the next test checks the start by default
 def test_zero_steps_return_the_starting_values(kink, no_ar1_fit):
     spec, dataset = kink
     idata = inference.run(spec, dataset, engine="direct", num_steps=0, num_samples=1, init=PARAMS)
