@@ -159,7 +159,8 @@ def test_ar1_gp_through_ml2_reproduces_the_old_adam_fit(kink_data, mean):
 def test_simulate_selects_no_pseudo_inputs_but_engines_get_them(kink_data):
     """Pseudo-inputs are an explicit step (inference.applications.ar1): ``simulate`` returns trajectories only;
     ``prepare`` adds the greedy Titsias selection (the recorded one) by the model's rule and leaves given
-    pseudo-inputs alone (that an engine runs on prepared data: the next test)."""
+    pseudo-inputs alone (that ``inference.run`` prepares simulated data and an engine runs on them: the next test,
+    slow)."""
     spec = zoo.get("gpssm/sparse")
     assert spec.views["pseudo_inputs"] == gpssm.PseudoInputRule(20, "zero")
     assert "pseudo_inputs" not in spec.simulate(jax.random.key(0)).observed
