@@ -57,4 +57,4 @@ def test_lowered_program_does_not_depend_on_the_hash_seed():
         out = subprocess.run([sys.executable, "-c", LOWERED], env=env, capture_output=True, text=True, check=True)
         return out.stdout.strip().splitlines()[-1]
 
-    assert lowered("1") == lowered("2")
+    assert lowered("1") == lowered("2") == lowered("3")
