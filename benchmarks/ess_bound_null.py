@@ -35,7 +35,7 @@ def false_failures(per_chain: int, quantities: int, replicates: int, rng) -> dic
         "failed": failed / replicates,
         "tail_mean": float(tails.mean()),
         "tail_sd": float(tails.std()),
-        "bound": ess_bounds(ndraws)[0] / ndraws,
+        "bound": ess_bounds(ndraws, quantities)["ess_tail"][0] / ndraws,
     }
 
 

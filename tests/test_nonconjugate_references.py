@@ -12,6 +12,7 @@ import zoo
 # (model, model options, the run's own options): the fresh run is NUTS as the reference's, shorter.
 CASES = [
     ("gp/classification", {"link": "logit"}),
+    ("gp/cox2d", {"grid": 6}),
 ]
 
 

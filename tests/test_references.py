@@ -8,6 +8,7 @@ here), so a failure is a real disagreement.
 """
 
 import json
+import shlex
 import zipfile
 
 import jax
@@ -16,6 +17,7 @@ import pytest
 
 import inference
 import zoo
+import zoo_cli
 from inference.applications import posteriordb
 from inference.applications.references import NotCertifiedError, build, choose_engine
 from inference.results import diagnostics
@@ -69,6 +71,8 @@ def test_every_stored_reference_is_whole(ref):
                 assert np.all(getattr(q, f"{moment}_mcse") == 0)
     prov = ref.provenance
     assert prov["command"].startswith(f"zoo reference {ref.model}") and prov["versions"] and prov["date"]
+    args = zoo_cli.build_parser().parse_args(shlex.split(prov["command"])[1:])  # the command regenerates it
+    assert len(args.params) == len(ref.params), prov["command"]
     if ref.kind == "certified":
         assert all(prov["checks_made"].values()), prov["checks_made"]
         assert prov["chains"] * prov["draws_per_chain"] >= refs.MIN_DRAWS and prov["diagnostics"]["max_r_hat"] < 1.01
@@ -97,7 +101,7 @@ def test_an_exact_reference_agrees_with_fresh_exact_draws():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("model", ["gp/classification", "gp/poisson", "gp/robust"])
+@pytest.mark.parametrize("model", ["gp/classification", "gp/poisson", "gp/robust", "gp/svgp-nonconjugate"])
 def test_a_certified_reference_agrees_with_a_short_fresh_nuts_run(model):
     """(slow: a NUTS compilation per model, 20-40 s on 2 cores.)"""
     matches = [r for r in STORED if r.model == model and r.kind == "certified" and not r.model_options]
@@ -139,6 +143,20 @@ def test_a_run_failing_posteriordbs_criteria_is_not_a_reference():
     four = {"x": rng.standard_normal((2, 1000, 3))}
     assert not refs.certify(four, 0, np.ones(2), 20_000)[0]["nchains_is_gte_4"]
     assert issubclass(NotCertifiedError, Exception)
+
+
+def test_the_ess_bound_is_joint_over_the_quantities():
+    """posteriordb's bound of joint probability 0.95: each quantity's central interval at 1 - alpha with
+    alpha = 1 - 0.95^(1/K), read from the simulated null table; more quantities, wider intervals."""
+    table = json.loads(refs.ESS_NULL_TABLE.read_text())
+    one = refs.ess_bounds(10_000, 1)["ess_tail"]
+    low = float(np.interp(np.log(0.025), np.log(table["probabilities"]), table["tail"]))
+    np.testing.assert_allclose(one[0], 10_000 * low, rtol=1e-12)
+    sixty = refs.ess_bounds(10_000, 60)
+    assert sixty["ess_tail"][0] < one[0] and sixty["ess_tail"][1] > one[1]
+    assert sixty["ess_bulk"][0] > sixty["ess_tail"][0]  # the tail ESS of independent draws is biased low
+    with pytest.raises(ValueError, match="resolves"):
+        refs.ess_bounds(10_000, 5000)
 
 
 def test_a_suite_asking_for_a_missing_stored_reference_is_refused_before_running():

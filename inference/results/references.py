@@ -26,11 +26,12 @@ defaults, so ``gp/classification`` and ``gp/classification`` with ``link=probit`
 
 Certified references follow posteriordb's reference-posterior definition (stan-dev/posteriordb,
 ``doc/REFERENCE_POSTERIOR_DEFINITION.md``): at least 10 000 draws (10 chains x 1000 after thinning by 10), at least 4
-chains, R-hat < 1.01 for every quantity, bulk and tail ESS above posteriordb's lower bound ndraws - 4 sqrt(7 ndraws)
-(``ess_bounds``; the upper bound is recorded), E-BFMI above 0.2 in every chain, ESS per iteration above 1e-4, and no
-divergent transition after warm-up (``certify``).
+chains, R-hat < 1.01 for every quantity, every quantity's bulk and tail ESS above the lower end of posteriordb's bound
+of joint probability 0.95 for independent draws (``ess_bounds``; the upper end is recorded), E-BFMI above 0.2 in
+every chain, ESS per iteration above 1e-4, and no divergent transition after warm-up (``certify``).
 """
 
+import functools
 import hashlib
 import json
 from collections.abc import Mapping
@@ -76,6 +77,9 @@ MIN_CHAINS = 4
 MAX_RHAT = 1.01
 MIN_EFMI = 0.2
 MIN_ESS_PER_ITERATION = 1e-4
+# The simulated null distribution of bulk and tail ESS (benchmarks/ess_null_quantiles.py) that ``ess_bounds`` reads.
+ESS_NULL_TABLE = Path(__file__).resolve().parent / "ess_null_10x1000.json"
+JOINT_PROBABILITY = 0.95
 
 
 @dataclass(frozen=True)
@@ -395,12 +399,42 @@ def from_draws(draws: Mapping[str, np.ndarray]) -> dict[str, Quantity]:
 # -- certification (posteriordb's criteria) ---------------------------------------------------------------------
 
 
-def ess_bounds(ndraws: int) -> tuple[float, float]:
-    """posteriordb's ESS bounds for ``ndraws`` draws (posteriordb-r, ``ess_bounds``): ndraws +- 4 sqrt(7 ndraws), four
-    approximate standard deviations of the bulk and tail ESS of as many independent draws (8942 to 11058 for
-    10 000)."""
-    half = 4 * np.sqrt(7.0) * np.sqrt(ndraws)
-    return float(ndraws - half), float(ndraws + half)
+@functools.cache
+def _ess_null_table() -> dict[str, Any]:
+    return json.loads(ESS_NULL_TABLE.read_text())
+
+
+def ess_bounds(ndraws: int, quantities: int = 1) -> dict[str, tuple[float, float]]:
+    """Bounds on the bulk and on the tail ESS of ``ndraws`` draws that ``quantities`` independent quantities meet with
+    joint probability 0.95: posteriordb's definition ("the effective sample size (bulk and tail) should fall within a
+    probability bound of 0.95", from simulated ESS values), with each quantity's central interval at 1 - alpha,
+    alpha = 1 - 0.95^(1 / quantities) (Sidak). The quantiles come from ``ESS_NULL_TABLE``, simulated at 10 chains x
+    1000 draws (the shape of every certified reference); for other ``ndraws`` the table's deviations from its mean are
+    scaled by sqrt(10 000 / ndraws), an approximation. Returns {"ess_bulk": (low, high), "ess_tail": (low, high)}.
+
+    posteriordb-r's code instead uses ndraws +- 4 sqrt(7 ndraws) for every quantity, which independent draws fail
+    more often the more quantities there are (42-80 % of runs at 60 quantities, docs/gym.md#ess-bound)."""
+    table = _ess_null_table()
+    alpha = 1.0 - JOINT_PROBABILITY ** (1.0 / max(int(quantities), 1))
+    resolved = 10.0 / table["quantities"]  # at least 10 simulated values beyond the quantile
+    if alpha / 2 < resolved:
+        raise ValueError(
+            f"{quantities} quantities need the null ESS distribution's {alpha / 2:.2g} quantile; the table "
+            f"({ESS_NULL_TABLE.name}, {table['quantities']} simulated values) resolves {resolved:.2g} and above: rerun "
+            "benchmarks/ess_null_quantiles.py with more --quantities"
+        )
+    log_p = np.log(table["probabilities"])
+    scale = np.sqrt(table["chains"] * table["draws_per_chain"] / ndraws)
+    out = {}
+    for method in ("bulk", "tail"):
+        mean = table["mean"][method]
+
+        def at(p, method=method, mean=mean):
+            ratio = float(np.interp(np.log(p), log_p, table[method]))
+            return float(ndraws * (mean + (ratio - mean) * scale))
+
+        out[f"ess_{method}"] = (at(alpha / 2), at(1 - alpha / 2))
+    return out
 
 
 def certify(
@@ -416,7 +450,8 @@ def certify(
         values = np.concatenate([np.ravel(d[key]) for d in found.values()])
         return float(fn(values[np.isfinite(values)])) if np.isfinite(values).any() else float("nan")
 
-    bounds = ess_bounds(chains * per_chain)
+    quantities = sum(int(np.prod(np.shape(v)[2:])) for v in draws.values())
+    bounds = ess_bounds(chains * per_chain, quantities)
     diag = {
         "ndraws": chains * per_chain,
         "nchains": chains,
@@ -425,16 +460,17 @@ def certify(
         "max_ess_bulk": extreme("ess_bulk", np.max),
         "min_ess_tail": extreme("ess_tail", np.min),
         "max_ess_tail": extreme("ess_tail", np.max),
-        "ess_bounds": list(bounds),
+        "quantities": quantities,
+        "ess_bounds": {k: list(v) for k, v in bounds.items()},
         "divergent_transitions": int(divergences),
         "min_efmi": float(np.min(efmi)) if np.size(efmi) else float("nan"),
         "ess_per_iteration": extreme("ess_bulk", np.min) / max(int(iterations), 1),
     }
-    # The lower bound is the gate: fewer effective draws than independent ones would give means the draws are not
+    # The lower bounds are the gate: fewer effective draws than independent ones would give means the draws are not
     # approximately independent. Above the upper bound (antithetic NUTS draws) only makes the moments more precise,
     # and their MCSE says so; recorded, not a failure (posteriordb-r no longer gates on ESS at all).
-    above = min(diag["min_ess_bulk"], diag["min_ess_tail"]) >= bounds[0]
-    diag["ess_below_upper_bound"] = max(diag["max_ess_bulk"], diag["max_ess_tail"]) <= bounds[1]
+    above = all(diag[f"min_{k}"] >= bounds[k][0] for k in bounds)
+    diag["ess_below_upper_bound"] = all(diag[f"max_{k}"] <= bounds[k][1] for k in bounds)
     checks = {
         "ndraws_is_gte_10k": diag["ndraws"] >= MIN_DRAWS,
         "nchains_is_gte_4": chains >= MIN_CHAINS,
