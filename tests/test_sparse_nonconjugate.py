@@ -126,6 +126,28 @@ def test_svi_fit_beats_chance(likelihood):
         assert np.mean((pred - target) ** 2) < np.var(target)
 
 
+def test_fit_from_takes_the_held_fixed_parameters_over_the_untrained_guide_values():
+    """With ``params=`` the guide's point masses of those sites are never trained (they keep their initial 1.0):
+    ``fit_from`` must build the kernel from the fixed values the run recorded."""
+    import xarray as xr
+
+    estimates = xr.Dataset(
+        {
+            "lengthscale_map": ("d", np.ones(2)),
+            "variance_map": ((), 1.0),
+            "inducing_inputs": (("m", "d"), np.zeros((3, 2))),
+            "q_mean": ("m", np.zeros(3)),
+            "q_scale_tril": (("m", "m2"), np.eye(3)),
+        }
+    )
+    lik = zoo.get("gp/svgp-nonconjugate").views["likelihood"]
+    kernel, *_ = sn.fit_from(estimates, lik, fixed={"lengthscale": [0.5, 2.0], "variance": 10.0})
+    np.testing.assert_array_equal(np.asarray(kernel.lengthscale), [0.5, 2.0])
+    assert float(kernel.variance) == 10.0
+    kernel, *_ = sn.fit_from(estimates, lik)
+    assert float(kernel.variance) == 1.0
+
+
 @pytest.mark.parametrize(
     "likelihood, y, message",
     [

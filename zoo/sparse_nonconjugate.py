@@ -161,10 +161,15 @@ def svgp_nonconjugate_guide(X, Z, y=None, *, likelihood: nc.Likelihood, batch_si
     numpyro.sample("v", dist.MultivariateNormal(mean, scale_tril=scale_tril))
 
 
-def fit_from(estimates, likelihood: nc.Likelihood) -> tuple[Kernel, Array, sp.WhitenedQ, dict, Array]:
+def fit_from(
+    estimates, likelihood: nc.Likelihood, fixed: dict | None = None
+) -> tuple[Kernel, Array, sp.WhitenedQ, dict, Array]:
     """(kernel, inducing inputs Z, q(v), likelihood params, prior mean) of one chain of an ``svi`` fit's point
-    estimates with the ``guide`` view."""
+    estimates with the ``guide`` view. ``fixed``: the parameters the run held fixed (``inference.run(..., params=)``,
+    recorded as the posterior's ``fixed_params``), which the fit did not train and which replace the guide's
+    untouched ``<site>_map`` values."""
     value = {name: jnp.asarray(estimates[name]) for name in estimates.data_vars}
+    value |= {f"{name}_map": jnp.asarray(v, dtype=float) for name, v in (fixed or {}).items()}
     kernel = SquaredExponential(value["variance_map"], value["lengthscale_map"])
     params = {"noise": value["noise_map"]} if likelihood.sites else {}
     prior_mean = value["mean_map"] if likelihood.name == "poisson" else jnp.array(0.0)
