@@ -46,6 +46,7 @@ from inference.results import diagnostics
 from inference.results.gym_metrics import NoReferenceError, Reference
 
 __all__ = [
+    "ESS_NULL_TABLE",
     "FORMAT",
     "MOMENTS",
     "REFERENCES_DIR",
