@@ -263,6 +263,12 @@ def test_unsupported_latent_hsgp_variants_fail_when_built(options, error, match)
         zoo.get("gp/cox", **options)
 
 
+@pytest.mark.parametrize("family", ["gp/classification", "gp/poisson", "gp/cox", "gp/cox2d", "gp/robust"])
+def test_every_latent_family_offers_hsgp_to_the_continuous_engines_only(family):
+    spec = zoo.get(family, approx="hsgp", num_basis=8)
+    assert spec.capabilities == frozenset({"continuous"}) and "basis expansion" in spec.notes
+
+
 def test_latent_hsgp_refuses_four_inputs_and_the_dense_prior_engines_before_compiling():
     """Four input columns: a KernelError from the abstract trace of the sites; laplace (which needs the dense prior
     of the latent_gp view): the engine's capability error naming why."""

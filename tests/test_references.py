@@ -130,6 +130,8 @@ def test_zoo_reference_refuses_what_cannot_make_a_reference_before_running():
     with pytest.raises(OptionError, match="takes only target_accept"):  # the stored command could not regenerate it
         build("gp/classification", size={"n": 5}, engine_options={"max_tree_depth": 5})
     assert choose_engine(zoo.get("gp/svgp")) == "exact"  # without minibatches: the conjugate view
+    with pytest.raises(OptionError, match="samples 1028 quantities"):  # 32 x 32 weights and 4 hyperparameters
+        build("gp/cox2d", {"grid": 6, "approx": "hsgp"})
 
 
 def test_a_run_failing_posteriordbs_criteria_is_not_a_reference():
@@ -155,7 +157,7 @@ def test_the_ess_bound_is_joint_over_the_quantities():
     sixty = refs.ess_bounds(10_000, 60)
     assert sixty["ess_tail"][0] < one[0] and sixty["ess_tail"][1] > one[1]
     assert sixty["ess_bulk"][0] > sixty["ess_tail"][0]  # the tail ESS of independent draws is biased low
-    with pytest.raises(ValueError, match="resolves"):
+    with pytest.raises(OptionError, match="resolves at most"):
         refs.ess_bounds(10_000, 5000)
 
 

@@ -484,17 +484,19 @@ def _cox(kernel: str, parameterisation: str, num_bins: int, **approx) -> ModelSp
         "kernel": KERNEL,
         "parameterisation": PARAMETERISATION,
         "df": Option("float", 4.0, "Student-t degrees of freedom (fixed)", above=0.0),
+        **APPROX_OPTIONS,
     },
     "Robust GP regression: Student-t likelihood (df fixed, squared scale 'noise' a site); priors on all hypers",
     SOURCE + "; Jylanki, Vanhatalo & Vehtari 2011",
 )
-def _robust(kernel: str, parameterisation: str, df: float) -> ModelSpec:
+def _robust(kernel: str, parameterisation: str, df: float, **approx) -> ModelSpec:
     return latent_gp_spec(
         Likelihood("student-t", df=float(df)),
         kernel,
         parameterisation,
         simulate=simulate_robust,
         summary=f"robust GP regression, Student-t (df {df:g}), kernel {kernel}, {parameterisation} f",
+        **approx,
     )
 
 

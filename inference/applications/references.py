@@ -126,6 +126,7 @@ def build(
             "num_warmup": warmup,
             "num_samples": draws * thin,
         }
+        _check_quantities(spec, dataset, params)
         log(f"zoo reference: nuts on {spec.name}, {chains} chains x {warmup} + {draws * thin} iterations, thin {thin}")
         idata = inference.run(spec, dataset, engine="nuts", seed=seed, **options, **common)
         fixed = _fixed(idata)
@@ -195,6 +196,20 @@ def _counts_flags(engine: str, **counts: int) -> str:
     if engine != "nuts":
         return ""
     return "".join(f" --{name} {value}" for name, value in counts.items() if value != DEFAULTS[name])
+
+
+def _check_quantities(spec, dataset, params) -> None:
+    """Refuse before running a model whose sampled quantities are more than the ESS bound can bound (its
+    deterministic sites, known only after the run, can still push a run over)."""
+    from inference.core.program import latent_sites
+
+    sampled = {name: site for name, site in latent_sites(spec, dataset).items() if name not in (params or {})}
+    count = sum(int(np.prod(site.shape)) for site in sampled.values())
+    if count > refs.max_quantities():
+        raise OptionError(
+            f"{spec.name} samples {count} quantities; posteriordb's ESS bound over them needs a longer null table "
+            f"(at most {refs.max_quantities()} now: benchmarks/ess_null_quantiles.py --quantities)"
+        )
 
 
 def _fixed(idata) -> dict[str, Any]:

@@ -44,6 +44,7 @@ import numpy as np
 import zoo
 from inference.results import diagnostics
 from inference.results.gym_metrics import NoReferenceError, Reference
+from zoo.errors import OptionError
 
 __all__ = [
     "ESS_NULL_TABLE",
@@ -61,6 +62,7 @@ __all__ = [
     "from_draws",
     "from_gaussian",
     "load",
+    "max_quantities",
     "plain_json",
     "reference_id",
     "require",
@@ -405,6 +407,12 @@ def _ess_null_table() -> dict[str, Any]:
     return json.loads(ESS_NULL_TABLE.read_text())
 
 
+def max_quantities() -> int:
+    """The most quantities ``ess_bounds`` can bound: alpha / 2 must keep at least 10 simulated values below it."""
+    resolved = 10.0 / _ess_null_table()["quantities"]
+    return int(np.log(JOINT_PROBABILITY) / np.log1p(-2 * resolved))
+
+
 def ess_bounds(ndraws: int, quantities: int = 1) -> dict[str, tuple[float, float]]:
     """Bounds on the bulk and on the tail ESS of ``ndraws`` draws that ``quantities`` independent quantities meet with
     joint probability 0.95: posteriordb's definition ("the effective sample size (bulk and tail) should fall within a
@@ -417,12 +425,11 @@ def ess_bounds(ndraws: int, quantities: int = 1) -> dict[str, tuple[float, float
     more often the more quantities there are (42-80 % of runs at 60 quantities, docs/gym.md#ess-bound)."""
     table = _ess_null_table()
     alpha = 1.0 - JOINT_PROBABILITY ** (1.0 / max(int(quantities), 1))
-    resolved = 10.0 / table["quantities"]  # at least 10 simulated values beyond the quantile
-    if alpha / 2 < resolved:
-        raise ValueError(
+    if quantities > max_quantities():
+        raise OptionError(
             f"{quantities} quantities need the null ESS distribution's {alpha / 2:.2g} quantile; the table "
-            f"({ESS_NULL_TABLE.name}, {table['quantities']} simulated values) resolves {resolved:.2g} and above: rerun "
-            "benchmarks/ess_null_quantiles.py with more --quantities"
+            f"({ESS_NULL_TABLE.name}, {table['quantities']} simulated values) resolves at most {max_quantities()} "
+            "quantities: rerun benchmarks/ess_null_quantiles.py with more --quantities"
         )
     log_p = np.log(table["probabilities"])
     scale = np.sqrt(table["chains"] * table["draws_per_chain"] / ndraws)
