@@ -39,6 +39,12 @@ free parameters without the redundant output scales of a product plus the noise 
 better, k = ``model._size_transformed()``: every free GPy parameter, so the noise variance counts and each factor of
 a product keeps its own variance. The table shows both on GPy-ABCD's -2 log scale (ours as -2 x our BIC), and
 GPy-ABCD's final structure refitted by our ``ml2`` and scored by our BIC, the number directly comparable with ours.
+
+Why a refit differs from GPy's own value (docs/performance.md#gpy-abcd-refit): the GPy side also prints its fitted
+kernel's tree and parameter values, mapped to our kernels (``gpy_kernel``: LIN is our Lin with the intercept at 0,
+PER our ZPer, C our C), and four more rows check them: our log p at exactly GPy's parameters (equal to GPy's value
+when the kernels are the same functions), our ML-II started at GPy's optimum with the Lin intercepts held at
+``NO_INTERCEPT`` (GPy's model) and free (ours), and our random-start refit with the intercepts held.
 """
 
 import argparse
@@ -56,16 +62,18 @@ import numpy as np
 from benchmarks import peers
 from inference.applications.structure_search import search
 from inference.applications.structure_search.bounds import PeriodBounds
-from inference.applications.structure_search.fit import FitFailure, fit_ml2
+from inference.applications.structure_search.fit import FitFailure, fit_ml2, log_likelihood_at, start_values
 from inference.applications.structure_search.scales import DataScaledFactory, Scales
 from inference.applications.structure_search.scores import bic
 from inference.applications.structure_search.search import PROGRAMS
 from inference.files.atomic import atomic_write_text
 from zoo.data import tsdl
 from zoo.errors import OptionError
-from zoo.kernels import num_params, parse
+from zoo.kernels import num_params, parse, with_values
 from zoo.kernels.base import Constant, Product, Sum
-from zoo.kernels.nonstationary import Changepoint, ChangeWindow
+from zoo.kernels.nonstationary import Changepoint, ChangeWindow, Linear
+from zoo.kernels.priors import site_names
+from zoo.kernels.stationary import White, ZeroMeanPeriodic
 
 PEER = "gpy-abcd"
 SERIES = "01-airline"
@@ -110,6 +118,19 @@ with contextlib.redirect_stdout(Stamped()):
     )
 wall_s = time.perf_counter() - t0
 best = sorted_models[0]
+
+
+def tree(kern):  # the fitted GPy kernel: sums and products of leaves, each leaf its class and parameter values
+    import GPy
+    if isinstance(kern, (GPy.kern.Add, GPy.kern.Prod)):
+        op = "sum" if isinstance(kern, GPy.kern.Add) else "product"
+        return {"op": op, "parts": [tree(part) for part in kern.parts]}
+    # by attribute: a product's later factors keep their variance unlinked from the model, at its initial value
+    names = ("variance", "offset", "period", "lengthscale")
+    return {"kernel": type(kern).__name__,
+            "params": {n: np.asarray(getattr(kern, n)).tolist() for n in names if hasattr(kern, n)}}
+
+
 try:
     sum_of_products = str(best.sum_of_prods_kex)
 except Exception as err:  # its parameter read-back fails on some kernels; the structure is still kernel_expression
@@ -120,6 +141,8 @@ print(json.dumps({
     "kernel": str(best.kernel_expression), "sum_of_products": sum_of_products,
     "log_likelihood": float(best._ll()), "num_params": int(best._k()), "n": int(best._n()),
     "bic": float(best.cached_utility_function), "rounds": rounds, "grammar": name,
+    "gpy_kernel": tree(best.model.kern), "gpy_noise": float(best.model.Gaussian_noise.variance.values[0]),
+    "gpy_parameters": dict(zip(best.model.parameter_names_flat().tolist(), best.model.param_array.tolist())),
 }))
 """
 
@@ -218,7 +241,10 @@ def run_theirs(cfg: dict, tmp: Path, python: Path) -> dict:
     """GPy-ABCD's search in the peer's interpreter."""
     (tmp / "theirs.json").write_text(json.dumps(cfg))
     (tmp / "gpy_abcd_run.py").write_text(GPY_ABCD_SCRIPT)
-    return _run_json([str(python), str(tmp / "gpy_abcd_run.py"), str(tmp / "theirs.json")])
+    # A fixed hash seed: GPy-ABCD's production rules iterate over a frozenset of kernel names, whose order (and so
+    # which candidate its restarts' random draws go to) follows the string hash, randomised per process.
+    env = {**os.environ, "PYTHONHASHSEED": "0"}
+    return _run_json([str(python), str(tmp / "gpy_abcd_run.py"), str(tmp / "theirs.json")], env)
 
 
 def refit_ours(
@@ -229,13 +255,18 @@ def refit_ours(
     seed: int,
     draws: int = 3,
     optimizer: str = "host-lbfgs",
+    intercepts: bool = True,
 ) -> dict:
     """Structure ``expression`` fitted by our ML-II as a candidate of our search would be (``draws`` data-scaled
-    starts, each with ``restarts`` jittered restarts, within the periodic bounds) and scored by our BIC."""
+    starts, each with ``restarts`` jittered restarts, within the periodic bounds) and scored by our BIC. With
+    ``intercepts`` False every Lin's intercept (our ``offset``) is held at ``NO_INTERCEPT``: GPy-ABCD's model, fitted
+    from the same draws."""
     X = x[:, None]
     rng = np.random.default_rng(seed)
     factory = DataScaledFactory(Scales.of(X), rng)
     structure = parse(expression)
+    names = intercept_sites(structure)
+    fixed = None if intercepts else {name: NO_INTERCEPT for name in names}
     best = None
     for _ in range(draws):
         try:
@@ -248,6 +279,7 @@ def refit_ours(
                 seed=int(rng.integers(2**31)),
                 bounds=PeriodBounds.of(X),
                 optimizer=optimizer,
+                fixed=fixed,
             )
         except FitFailure:
             continue
@@ -255,13 +287,89 @@ def refit_ours(
             best = fit
     if best is None:
         return {"kernel": expression, "error": "every start failed"}
-    k = num_params(best.kernel, 1) + 1
+    k = num_params(best.kernel, 1) + 1 - (0 if intercepts else len(names))
     return {
         "kernel": expression,
         "log_likelihood": best.log_likelihood,
         "num_params": k,
         "bic": bic(best.log_likelihood, k, len(y)),
+        "hyperparameters": _values(best.kernel),
+        "noise": best.noise,
     }
+
+
+def _values(kernel) -> dict:
+    """The kernel's hyperparameters by site name, as JSON numbers."""
+    return {name: np.asarray(value).tolist() for name, value in start_values(kernel).items()}
+
+
+def intercept_sites(kernel) -> list[str]:
+    """The site names of every Lin's intercept (its ``offset``) in ``kernel``."""
+    return [name for name in site_names(kernel) if name == "offset" or name.endswith("_offset")]
+
+
+def _one(values) -> float:
+    return float(np.asarray(values, float).reshape(-1)[0])
+
+
+# GPy-ABCD 1.2.3's leaves (its Kernels/baseKernels.py with its default config) as ours, by GPy class name, from
+# their parameter values by GPy name. LinearWithOffset is variance (x - offset)(x' - offset): our Lin with its
+# location at GPy's offset and our intercept (Lin's ``offset``, sd of a constant) at 0 -- ours has that one parameter
+# more. PureStdPeriodicKernel is Lloyd's zero-mean periodic with the same variance, period and lengthscale
+# (exp(cos(2 pi r / p) / l^2) - I_0(1 / l^2), normalised): our ZPer. Bias is C; White is WN.
+GPY_LEAVES = {
+    "LinearWithOffset": lambda p: Linear(variance=_one(p["variance"]), offset=0.0, location=_one(p["offset"])),
+    "PureStdPeriodicKernel": lambda p: ZeroMeanPeriodic(
+        variance=_one(p["variance"]), lengthscale=_one(p["lengthscale"]), period=_one(p["period"])
+    ),
+    "Bias": lambda p: Constant(variance=_one(p["variance"])),
+    "White": lambda p: White(variance=_one(p["variance"])),
+}
+
+
+def gpy_kernel(tree: dict):
+    """Our kernel equal to GPy-ABCD's fitted GPy kernel ``tree`` (``GPY_ABCD_SCRIPT``'s ``gpy_kernel``: sums and
+    products of leaves with their parameter values) at its parameter values (``GPY_LEAVES``); an ``OptionError``
+    for a leaf without a counterpart (its sigmoidal change operators)."""
+    if "op" in tree:
+        parts = [gpy_kernel(part) for part in tree["parts"]]
+        out = parts[0]
+        for part in parts[1:]:
+            out = Sum(out, part) if tree["op"] == "sum" else Product(out, part)
+        return out
+    if tree["kernel"] not in GPY_LEAVES:
+        raise OptionError(f"GPy kernel {tree['kernel']!r}: no counterpart in our kernels.")
+    return GPY_LEAVES[tree["kernel"]](tree["params"])
+
+
+def at_gpy_parameters(theirs: dict, x: np.ndarray, y: np.ndarray) -> dict:
+    """Our log marginal likelihood of GPy-ABCD's fitted kernel at GPy's own parameter values and noise, beside
+    GPy's value: equal (up to rounding and GPy's series approximation of I_0 for l < 0.52) when the kernels are the
+    same functions."""
+    kernel = gpy_kernel(theirs["gpy_kernel"])
+    ll = log_likelihood_at(kernel, theirs["gpy_noise"], x[:, None], y)
+    k = num_params(kernel, 1) + 1 - len(intercept_sites(kernel))  # GPy's model: no intercepts
+    return {"kernel": str(kernel), "log_likelihood": ll, "num_params": k, "bic": bic(ll, k, len(y)),
+            "difference": ll - theirs["log_likelihood"]}  # fmt: skip
+
+
+NO_INTERCEPT = 1e-8  # our Lin's offset held here for GPy's model: offset^2 = 1e-16 of Var(y), no effect on log p
+
+
+def from_gpy_point(theirs: dict, x: np.ndarray, y: np.ndarray, intercepts: bool, optimizer: str) -> dict:
+    """Our ML-II of GPy-ABCD's structure started exactly at GPy's optimum (one restart, no bounds: GPy has none).
+    ``intercepts`` False: every Lin's intercept (our ``offset``) held at ``NO_INTERCEPT`` (its site's support
+    excludes 0), so the model is GPy's own; True: free, started at 0.1 (offset^2 = 0.01 of Var(y): a start near 0 has
+    almost no gradient in the log-offset)."""
+    kernel = gpy_kernel(theirs["gpy_kernel"])
+    names = intercept_sites(kernel)
+    start = with_values(kernel, {name: 0.1 for name in names}, 1) if intercepts else kernel
+    fixed = None if intercepts else {name: NO_INTERCEPT for name in names}
+    fit = fit_ml2(start, x[:, None], y, theirs["gpy_noise"], 1, 0.0, 1000, 0, optimizer=optimizer, fixed=fixed)
+    k = num_params(fit.kernel, 1) + 1 - (0 if intercepts else len(names))
+    return {"kernel": str(fit.kernel), "log_likelihood": fit.log_likelihood, "num_params": k,
+            "bic": bic(fit.log_likelihood, k, len(y)), "iterations": fit.iterations[0],
+            "hyperparameters": _values(fit.kernel), "noise": fit.noise}  # fmt: skip
 
 
 def data_scaled(kernel, factory):
@@ -303,7 +411,24 @@ def table_rows(ours: dict | None, theirs: dict | None, refit: dict | None) -> li
             row["compile_s"] = r.get("compile_s")
             row["fits_per_s"] = r["fits"] / r["wall_s"]
         rows.append(row)
+    for label, r in (refit or {}).get("diagnostics", []):  # GPy-ABCD's kernel at or from GPy's point, on our scale
+        row = {"search": label, "kernel": r["kernel"], "log_likelihood": r["log_likelihood"], "k": r["num_params"]}
+        rows.append(row | {"our_bic": r["bic"], "their_bic": -2.0 * r["bic"]})
     return rows
+
+
+def diagnostics(theirs: dict, x: np.ndarray, y: np.ndarray, restarts: int, seed: int, optimizer: str) -> list:
+    """(label, row) of the checks of GPy-ABCD's final kernel under our code (docs/performance.md#gpy-abcd-refit):
+    our log p at GPy's parameters, our ML-II from GPy's optimum without and with Lin intercepts, and our random-start
+    refit without them (GPy's model)."""
+    expression = to_zoo_expression(theirs["kernel"])
+    return [
+        ("GPy-ABCD's kernel at GPy's parameters, our log p", at_gpy_parameters(theirs, x, y)),
+        ("our ML-II from GPy's point, no Lin intercept", from_gpy_point(theirs, x, y, False, optimizer)),
+        ("our ML-II from GPy's point, Lin intercepts free", from_gpy_point(theirs, x, y, True, optimizer)),
+        ("GPy-ABCD's kernel, our fit, no Lin intercept",
+         refit_ours(expression, x, y, restarts, seed, optimizer=optimizer, intercepts=False)),
+    ]  # fmt: skip
 
 
 def markdown(ours: dict | None, theirs: dict | None, refit: dict | None) -> str:
@@ -369,6 +494,13 @@ def compare(args) -> str:
             )
             refit["source"], refit["optimizer"] = theirs["kernel"], args.optimizer
             atomic_write_text(refit_path, json.dumps(refit))
+        if "gpy_kernel" in theirs and "diagnostics" not in refit:  # older GPy-side results lack its parameters
+            try:
+                refit["diagnostics"] = diagnostics(theirs, x, y, args.restarts, args.seed, args.optimizer)
+            except OptionError as err:  # a GPy kernel without a counterpart (its sigmoidal change operators)
+                print(f"no check at GPy's parameters: {err}", file=sys.stderr)
+            else:
+                atomic_write_text(refit_path, json.dumps(refit))
     title = (
         f"{SERIES} training split (n = {len(y)}, standardised), depth {args.depth}, {args.restarts} restarts per "
         f"candidate, beam 1, seed {args.seed}; our optimizer {args.optimizer!r}, program {args.program!r}; "

@@ -92,3 +92,35 @@ def test_gpy_abcd_installs_its_pins_then_itself_without_dependencies(tmp_path, m
     assert "--no-deps" not in pip[0] and "numpy==1.26.4" in pip[0] and "GPy==1.13.2" in pip[0]
     assert "--no-deps" in pip[1] and pip[1][-1] == "GPy-ABCD==1.2.3"
     assert (tmp_path / "gpy-abcd").is_dir() and not list(tmp_path.glob(".tmp-*"))
+
+
+def test_gpy_kernels_map_to_ours_at_their_parameter_values():
+    """GPy-ABCD's LIN + PER x LIN + C at hand-written GPy parameter values, against its kernels' formulas written
+    out here (LinearWithOffset: v (x - o)(x' - o); PureStdPeriodicKernel: v [exp(cos(2 pi r / p) / l^2) - I_0(1 / l^2)]
+    / [exp(1 / l^2) - I_0(1 / l^2)]; Bias: v)."""
+    from scipy.special import i0
+
+    def lin(v, o):
+        return {"kernel": "LinearWithOffset", "params": {"variance": [v], "offset": [o]}}
+
+    per = {"kernel": "PureStdPeriodicKernel", "params": {"variance": [0.7], "period": [0.4], "lengthscale": [1.3]}}
+    tree = {"op": "sum", "parts": [lin(0.9, -0.3), {"op": "product", "parts": [per, lin(1.1, 0.5)]},
+                                   {"kernel": "Bias", "params": {"variance": [0.2]}}]}  # fmt: skip
+    x = np.linspace(-1.5, 1.5, 7)[:, None]
+    a = 1 / 1.3**2
+    zper = 0.7 * (np.exp(np.cos(2 * np.pi * (x - x.T) / 0.4) * a) - i0(a)) / (np.exp(a) - i0(a))
+    expected = 0.9 * (x + 0.3) * (x + 0.3).T + zper * 1.1 * (x - 0.5) * (x - 0.5).T + 0.2
+    kernel = bench.gpy_kernel(tree)
+    assert str(kernel) == "Lin + ZPer x Lin + C"
+    np.testing.assert_allclose(np.asarray(kernel(x)), expected, rtol=1e-12, atol=1e-14)
+    assert bench.intercept_sites(kernel) == ["lin0_offset", "lin2_offset"]
+    with pytest.raises(OptionError, match="SigmoidalKernel"):
+        bench.gpy_kernel({"kernel": "SigmoidalKernel", "params": {}})
+
+
+def test_the_checks_at_gpy_parameters_are_rows_of_the_table():
+    check = {"kernel": "ZPer + Lin", "log_likelihood": -3.0, "num_params": 6, "bic": -9.0}
+    rows = bench.table_rows(None, None, {"kernel": "ZPer + Lin", "log_likelihood": -1.0, "num_params": 7,
+                                          "bic": -8.0, "diagnostics": [("at GPy's parameters", check)]})  # fmt: skip
+    assert rows[3] == {"search": "at GPy's parameters", "kernel": "ZPer + Lin", "log_likelihood": -3.0, "k": 6,
+                       "our_bic": -9.0, "their_bic": 18.0}  # fmt: skip

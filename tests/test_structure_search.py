@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from inference.applications.structure_search import SearchError, scores, search, structure_posterior
-from inference.applications.structure_search.fit import FitFailure, fit_ml2
+from inference.applications.structure_search.fit import FitFailure, fit_ml2, log_likelihood_at
 from zoo import gp, kernels
 from zoo.errors import DataError, OptionError
 from zoo.kernels import parse
@@ -241,6 +241,18 @@ def test_host_lbfgs_reaches_the_optimum_of_the_in_graph_lbfgs(linear_search):
     assert host.run_s > 0
     # the search's own fits used host-lbfgs through one shared program, compiled by the first (the fixture ran them)
     assert result.options["optimizer"] == "host-lbfgs" and result.trace[0].compile_s > 0
+
+
+def test_fixed_sites_are_held_and_read_back(linear_search):
+    """``fit_ml2(fixed=...)`` (a sub-model, e.g. Lin without its intercept as GPy-ABCD's LIN): the site keeps its
+    value, the fitted kernel carries it, and the recorded log likelihood is the marginal likelihood there."""
+    result = linear_search[0]
+    Xs, ys = result.standardisation.inputs(result.X), result.standardisation.targets(result.y)
+    fit = fit_ml2("Lin", Xs, ys, restarts=1, num_steps=200, optimizer="host-lbfgs", fixed={"offset": 0.5})
+    assert float(fit.kernel.offset) == 0.5 and float(fit.kernel.variance) != 1.0  # held; the rest fitted
+    assert fit.log_likelihood == pytest.approx(log_likelihood_at(fit.kernel, fit.noise, Xs, ys), abs=1e-9)
+    with pytest.raises(OptionError, match="shared capacity"):
+        fit_ml2("Lin", Xs, ys, fixed={"offset": 0.5}, capacity=object())
 
 
 def test_a_failing_candidate_is_recorded_and_the_search_goes_on(monkeypatch, linear_search):

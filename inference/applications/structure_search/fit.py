@@ -20,7 +20,7 @@ import inference
 import zoo
 from inference.applications.structure_search.bounds import PeriodBounds
 from zoo import gp, regression
-from zoo.errors import ZooError
+from zoo.errors import OptionError, ZooError
 from zoo.kernels import parse, with_values
 from zoo.kernels.base import Kernel
 from zoo.kernels.priors import default_values, parametrised_nodes, site_names
@@ -72,6 +72,7 @@ def fit_ml2(
     optimizer: str = "lbfgs",
     capacity: program.Capacity | None = None,
     warm: Kernel | None = None,
+    fixed: Mapping[str, float] | None = None,
 ) -> FitOutcome:
     """ML-II of ``gp/regression`` with ``kernel``'s structure on (X (n, D), y (n,)); the restart with the highest
     log marginal likelihood among those within ``bounds`` (all, without bounds) is kept.
@@ -86,11 +87,14 @@ def fit_ml2(
     be encodable (else ``NotEncodable``). ``warm``: a kernel of the same structure (a warm start, ``starts.py``)
     from which one more restart runs, exactly (no jitter), with the same noise start. A restart that ends outside
     ``bounds`` is projected back and evaluated there (``bounds.py``); ``FitFailure`` when no restart has a finite
-    log likelihood."""
+    log likelihood. ``fixed``: sites held at these constrained values (ml2's ``params``; ``gp/regression`` only),
+    e.g. ``lin1_offset=0`` to fit a sub-model."""
+    if fixed and capacity is not None:
+        raise OptionError("fit_ml2: fixed sites are for gp/regression's site names; not with a shared capacity.")
     template = parse(kernel) if isinstance(kernel, str) else kernel
     own = {} if isinstance(kernel, str) else start_values(template)  # a string's sites start at the model defaults
     given = {**own, **({} if noise is None else {"noise": np.asarray(noise, float)}), **(init or {})}
-    settings = (X, y, num_steps, seed, optimizer, capacity)
+    settings = (X, y, num_steps, seed, optimizer, capacity, dict(fixed or {}))
     logliks, fits, timing, iterations = _run(template, given, restarts, jitter, *settings)
     warm_chain = None
     if warm is not None:  # one more restart, from the warm start exactly (starts.py)
@@ -126,15 +130,19 @@ def fit_ml2(
     )
 
 
-def _run(template: Kernel, given: dict, restarts: int, jitter: float, X, y, num_steps, seed, optimizer, capacity):
-    """One ``inference.run`` of ml2 from ``given``: (log likelihoods (restarts,), [(kernel, noise)] per restart,
-    [wall_s, compile_s, run_s], [iterations] per restart)."""
+def _run(template: Kernel, given: dict, restarts: int, jitter: float, X, y, num_steps, seed, optimizer, capacity,
+         fixed):  # fmt: skip
+    """One ``inference.run`` of ml2 from ``given`` with the sites of ``fixed`` held: (log likelihoods (restarts,),
+    [(kernel, noise)] per restart, [wall_s, compile_s, run_s], [iterations] per restart)."""
     if capacity is None:
         expression = str(template)
-        model, data, start = zoo.get("gp/regression", kernel=expression), {"X": X, "y": y}, given
+        model, data = zoo.get("gp/regression", kernel=expression), {"X": X, "y": y}
+        start = {name: value for name, value in given.items() if name not in fixed}
 
         def read(estimates):
-            return regression.kernel_and_noise(estimates, expression)
+            free = {name: estimates[name].values for name in estimates.data_vars}
+            return regression.kernel_and_noise({**{k: np.asarray(v, float) for k, v in fixed.items()}, **free},
+                                               expression)  # fmt: skip
     else:
         encoding = program.encode(template, np.shape(X)[1])
         model = zoo.get("gp/structure", slots=capacity.text(), terms=capacity.terms, factors=capacity.factors)
@@ -156,6 +164,7 @@ def _run(template: Kernel, given: dict, restarts: int, jitter: float, X, y, num_
         init=start,
         init_radius=jitter,
         optimizer=optimizer,
+        params=fixed,
     )
     logliks = np.array(idata.point_estimates["log_likelihood"].values, float)  # a copy: projection writes to it
     fits = [read(idata.point_estimates.isel(chain=c)) for c in range(restarts)]
