@@ -389,6 +389,28 @@ def test_the_neutral_limit_of_every_nesting_operator_is_its_parent():
         assert log_likelihood_at(warm.limit, noise, x, y) == pytest.approx(base, abs=1e-3), (made[k], k)
 
 
+def test_an_interpolating_parent_gets_a_second_period_from_the_detrended_data():
+    """starts.py: a flexible parent that nearly interpolates a trend plus a cycle of period 1 leaves residuals whose
+    periodogram peaks elsewhere (the Mauna Loa RQ parent's failure, docs/performance.md#random-starts); the detrended
+    data's periodogram finds 1, and each candidate whose new part is periodic gets that second start."""
+    from inference.applications.structure_search.scales import Scales
+    from inference.applications.structure_search.starts import residual_period, trend_residual_period, warm_starts
+    from zoo.kernels import SE
+
+    x = np.arange(240)[:, None] / 12.0  # 20 years, monthly
+    rng = np.random.default_rng(1)
+    y = 0.05 * x[:, 0] ** 2 + 0.5 * np.sin(2 * np.pi * x[:, 0]) + 0.1 * rng.normal(size=240)
+    y = (y - y.mean()) / y.std()
+    parent, noise = SE(lengthscale=0.1, variance=1.0), 1e-4  # follows every wiggle
+    assert abs(residual_period(parent, noise, x, y) - 1.0) > 0.1
+    trend = trend_residual_period(x, y)
+    assert trend == pytest.approx(1.0, rel=0.02)
+    starts = warm_starts(parent, Grammar(("SE", "Per"), 1), Scales.of(x), 0.3, (trend,))
+    periodic = {k: w for k, w in starts.items() if "Per" in str(w.start)}
+    assert periodic and all(len(w.starts) == 2 for w in periodic.values())
+    assert all(w.more == () for k, w in starts.items() if k not in periodic)
+
+
 def test_the_score_convention_is_printed_once_and_ctrl_c_stops_after_the_running_candidate(linear_search):
     """Issue 43: the first progress line says which way the score is better; a SIGINT during the first candidate
     stops the search after it (the second is never fitted) and returns the partial trace, marked interrupted, whose

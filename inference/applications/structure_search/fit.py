@@ -11,7 +11,7 @@ one restart more starts exactly there.
 """
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import jax.numpy as jnp
 import numpy as np
@@ -47,7 +47,7 @@ class FitOutcome:
     chain: int = 0  # which restart was kept
     compile_s: float = 0.0  # of wall_s: XLA compilation (the rest: the optimisation and Python)
     run_s: float = 0.0  # of wall_s: the compiled program's calls
-    warm_chain: int | None = None  # the restart started from ``warm`` (the last one), if any
+    warm_chain: int | None = None  # the first restart started from ``warm`` (they come last), if any
     iterations: list = dataclasses.field(default_factory=list)  # optimiser iterations per restart
 
 
@@ -71,7 +71,7 @@ def fit_ml2(
     init: Mapping[str, float] | None = None,
     optimizer: str = "lbfgs",
     capacity: program.Capacity | None = None,
-    warm: Kernel | None = None,
+    warm: Kernel | Sequence[Kernel] | None = None,
     fixed: Mapping[str, float] | None = None,
 ) -> FitOutcome:
     """ML-II of ``gp/regression`` with ``kernel``'s structure on (X (n, D), y (n,)); the restart with the highest
@@ -84,11 +84,11 @@ def fit_ml2(
     another: compiles several times faster; docs/performance.md#structure-search). ``capacity``: fit through
     ``gp/structure``, the program shared by every structure within that capacity (``zoo.structure.program``;
     docs/performance.md#shared-program), instead of ``gp/regression`` compiled for this structure; the kernel must
-    be encodable (else ``NotEncodable``). ``warm``: a kernel of the same structure (a warm start, ``starts.py``)
-    from which one more restart runs, exactly (no jitter), with the same noise start. A restart that ends outside
-    ``bounds`` is projected back and evaluated there (``bounds.py``); ``FitFailure`` when no restart has a finite
-    log likelihood. ``fixed``: sites held at these constrained values (ml2's ``params``; ``gp/regression`` only),
-    e.g. ``lin1_offset=0`` to fit a sub-model."""
+    be encodable (else ``NotEncodable``). ``warm``: a kernel of the same structure (a warm start, ``starts.py``),
+    or several, from each of which one more restart runs, exactly (no jitter), with the same noise start. A restart
+    that ends outside ``bounds`` is projected back and evaluated there (``bounds.py``); ``FitFailure`` when no
+    restart has a finite log likelihood. ``fixed``: sites held at these constrained values (ml2's ``params``;
+    ``gp/regression`` only), e.g. ``lin1_offset=0`` to fit a sub-model."""
     if fixed and capacity is not None:
         raise OptionError("fit_ml2: fixed sites are for gp/regression's site names; not with a shared capacity.")
     template = parse(kernel) if isinstance(kernel, str) else kernel
@@ -97,10 +97,10 @@ def fit_ml2(
     settings = (X, y, num_steps, seed, optimizer, capacity, dict(fixed or {}))
     logliks, fits, timing, iterations = _run(template, given, restarts, jitter, *settings)
     warm_chain = None
-    if warm is not None:  # one more restart, from the warm start exactly (starts.py)
-        warm_given = {**start_values(warm), "noise": given.get("noise", np.asarray(DEFAULT_NOISE))}
-        more, warm_fits, warm_timing, warm_iterations = _run(warm, warm_given, 1, 0.0, *settings)
-        logliks, fits, warm_chain = np.concatenate([logliks, more]), fits + warm_fits, len(fits)
+    for start in (warm,) if isinstance(warm, Kernel) else (warm or ()):  # one more restart each, exactly (starts.py)
+        warm_given = {**start_values(start), "noise": given.get("noise", np.asarray(DEFAULT_NOISE))}
+        more, warm_fits, warm_timing, warm_iterations = _run(start, warm_given, 1, 0.0, *settings)
+        logliks, fits, warm_chain = np.concatenate([logliks, more]), fits + warm_fits, warm_chain or len(fits)
         iterations = iterations + warm_iterations
         timing = [a + b for a, b in zip(timing, warm_timing, strict=True)]
     projected = [[] if bounds is None else bounds.violations(k) for k, _ in fits]

@@ -37,7 +37,7 @@ from inference.applications.structure_search.scales import DataScaledFactory, Sc
 from inference.applications.structure_search.scores import SCORES, bic, laplace_log_evidence, tsmc_log_evidence
 from inference.applications.structure_search.smc import smc_search
 from inference.applications.structure_search.smc_result import SMCResult
-from inference.applications.structure_search.starts import residual_period, warm_starts
+from inference.applications.structure_search.starts import residual_period, trend_residual_period, warm_starts
 from inference.core.cluster import dask_client
 from zoo.errors import DataError, OptionError, ZooError
 from zoo.kernels import NAMES, num_params
@@ -299,12 +299,15 @@ def _stop_on_sigint(say: Callable[[str], None]):
 
 
 def _warm_starts(parent: Fitted, grammar: Grammar, scales: Scales, Xs: np.ndarray, ys: np.ndarray) -> dict:
-    """The warm starts of ``parent``'s nesting expansions by key (starts.py), new periods from its residuals."""
+    """The warm starts of ``parent``'s nesting expansions by key (starts.py), new periods from its residuals and from
+    the detrended data where that differs by more than 2 %."""
     try:
         period = residual_period(parent.kernel, parent.noise, Xs, ys)
     except np.linalg.LinAlgError:  # a parent whose covariance does not solve: the geometric middle of the bounds
         period = None
-    return warm_starts(parent.kernel, grammar, scales, period)
+    trend = trend_residual_period(Xs, ys)
+    more = () if trend is None or (period is not None and abs(trend / period - 1) < 0.02) else (trend,)
+    return warm_starts(parent.kernel, grammar, scales, period, more)
 
 
 def _subset_step(operator: str, n: int, subset: int | None) -> int:
@@ -406,7 +409,7 @@ def _evaluate(
             jitter,
             options["num_steps"],
             seed,
-            warm=None if warm is None else warm.start,
+            warm=None if warm is None else warm.starts,
             **run,
         )
         entry.compile_s, entry.run_s = entry.compile_s + fit.compile_s, entry.run_s + fit.run_s

@@ -18,12 +18,17 @@ widths away): the parent's function within ~1e-6 nats, a point of the child's pa
 check nesting and as the child's floor (``search.py``).
 
 A new periodic component's period comes from the data, not a random draw: the peak of the periodogram of the parent's
-residuals y - E[f | y] within the admissible periods (``bounds.py``); a new non-periodic lengthscale is the geometric
-mean of 2 x the spacing and the range (the middle of the factory's draws, ``scales.py``).
+residuals y - E[f | y] within the admissible periods (``bounds.py``), and, where it differs, a second start at the
+peak of the data's periodogram after a smooth trend is removed (``trend_residual_period``): a flexible parent (RQ on
+Mauna Loa) nearly interpolates the series, so its residuals keep mostly the highest frequencies and their peak can
+sit at the shortest admissible period, while the annual cycle is plain in the detrended data
+(docs/performance.md#random-starts). A new non-periodic lengthscale is the geometric mean of 2 x the spacing and the
+range (the middle of the factory's draws, ``scales.py``).
 """
 
 import dataclasses
 
+import jax
 import numpy as np
 
 from inference.applications.structure_search.bounds import MAX_PERIOD_FRACTION, MIN_PERIOD_SPACINGS
@@ -32,7 +37,7 @@ from zoo.kernels.base import Constant, Kernel
 from zoo.kernels.nonstationary import Changepoint, ChangeWindow
 from zoo.structure.grammar import Factory, Grammar, expand
 
-__all__ = ["NESTING", "NeutralFactory", "WarmStart", "residual_period", "warm_starts"]
+__all__ = ["NESTING", "NeutralFactory", "WarmStart", "residual_period", "trend_residual_period", "warm_starts"]
 
 # Operators whose child contains the parent as a limit of the new part's parameters (module docstring); C.3 and C.8
 # replace a part, C.9 and C.10 remove one.
@@ -113,10 +118,16 @@ def _made_here(kernel: Kernel) -> bool:
 
 @dataclasses.dataclass(frozen=True)
 class WarmStart:
-    """A nesting candidate's start and limit (module docstring), both of its structure."""
+    """A nesting candidate's start and limit (module docstring), both of its structure; ``more``: further starts
+    (the same structure at another data-driven period)."""
 
     start: Kernel
     limit: Kernel
+    more: tuple[Kernel, ...] = ()
+
+    @property
+    def starts(self) -> tuple[Kernel, ...]:
+        return (self.start, *self.more)
 
 
 def residual_period(kernel: Kernel, noise: float, X: np.ndarray, y: np.ndarray) -> float | None:
@@ -125,9 +136,33 @@ def residual_period(kernel: Kernel, noise: float, X: np.ndarray, y: np.ndarray) 
     None for several columns, or when the residuals carry no power."""
     if X.shape[1] != 1:
         return None
-    x = X[:, 0]
     K = np.asarray(kernel(X), float) + noise * np.eye(len(y))
-    residual = noise * np.linalg.solve(K, y)  # y - K_f (K_f + noise I)^-1 y
+    return _periodogram_peak(X[:, 0], noise * np.linalg.solve(K, y))  # y - K_f (K_f + noise I)^-1 y
+
+
+def trend_residual_period(X: np.ndarray, y: np.ndarray) -> float | None:
+    """The period of the highest admissible peak of the periodogram of y minus a smooth trend: the posterior mean of
+    a GP with an SE kernel of lengthscale the longest admissible period (R / 2) and signal and noise variances
+    Var(y). Its spectral density at the lowest admissible frequency is exp(-2 pi^2) ~ 3e-9 of its peak, so the trend
+    takes no admissible period's power. None for several columns or no power."""
+    if X.shape[1] != 1:
+        return None
+    x = X[:, 0]
+    scale = MAX_PERIOD_FRACTION * float(np.ptp(x))
+    variance = float(np.var(y)) or 1.0
+    K = variance * np.exp(-0.5 * ((x[:, None] - x[None, :]) / scale) ** 2)
+    trend = K @ np.linalg.solve(K + variance * np.eye(len(y)), y - y.mean()) + y.mean()
+    return _periodogram_peak(x, y - trend)
+
+
+def _same_values(a: Kernel, b: Kernel) -> bool:
+    """Whether two kernels of one structure have the same hyperparameters (kernels are pytrees)."""
+    return all(np.allclose(u, v) for u, v in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True))
+
+
+def _periodogram_peak(x: np.ndarray, residual: np.ndarray) -> float | None:
+    """The period of the highest peak of the periodogram of ``residual`` (n,) at inputs ``x`` (n,) among the
+    admissible periods [3 dx, R / 2]; None when it carries no power."""
     steps = np.diff(np.unique(x))
     R, dx = float(np.ptp(x)), float(steps.min())
     low, high = 1.0 / (MAX_PERIOD_FRACTION * R), 1.0 / (MIN_PERIOD_SPACINGS * dx)
@@ -140,16 +175,28 @@ def residual_period(kernel: Kernel, noise: float, X: np.ndarray, y: np.ndarray) 
     return float(1.0 / frequencies[int(np.argmax(power))])
 
 
-def warm_starts(parent: Kernel, grammar: Grammar, scales: Scales, period: float | None) -> dict[str, WarmStart]:
-    """By candidate key, the warm start of each candidate of ``parent`` (fitted) that a nesting operator made."""
+def warm_starts(
+    parent: Kernel, grammar: Grammar, scales: Scales, period: float | None, more_periods: tuple[float, ...] = ()
+) -> dict[str, WarmStart]:
+    """By candidate key, the warm start of each candidate of ``parent`` (fitted) that a nesting operator made; a
+    candidate whose start changes with the new periodic part's period gets one more start per ``more_periods``."""
     made = {}
     for role in ("summand", "factor"):
         for strength in ("start", "limit"):
             factory = NeutralFactory(scales, role, strength, period)
             made[role, strength] = {c.key: c for c in expand(parent, grammar, factory)}
+        for i, other in enumerate(more_periods):
+            factory = NeutralFactory(scales, role, "start", other)
+            made[role, "start", i] = {c.key: c for c in expand(parent, grammar, factory)}
     out = {}
     for key, cand in made["summand", "start"].items():
         if cand.operator in NESTING:
             role = "factor" if cand.operator == "C.2" else "summand"
-            out[key] = WarmStart(made[role, "start"][key].kernel, made[role, "limit"][key].kernel)
+            start = made[role, "start"][key].kernel
+            more = tuple(
+                made[role, "start", i][key].kernel
+                for i in range(len(more_periods))
+                if not _same_values(made[role, "start", i][key].kernel, start)
+            )
+            out[key] = WarmStart(start, made[role, "limit"][key].kernel, more)
     return out
