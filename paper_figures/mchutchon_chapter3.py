@@ -39,6 +39,7 @@ steepest-descent direction); docs/sources/mchutchon.md#chapter3-figures.
 Full-run results: mchutchon_chapter3_full_runs.md.
 """
 
+from functools import partial
 from pathlib import Path
 
 import jax
@@ -57,6 +58,7 @@ from paper_figures import mchutchon_kink_estep as kink_estep
 from paper_figures._claims import pyplot, run_groups, write_results
 from paper_figures.mchutchon_learning import make_problem
 from zoo import gp, gpssm, moments, ssm
+from zoo.data import ssm_systems
 from zoo.data.kink_fixtures import PARAMS, PSEUDO_INPUTS
 from zoo.kernels import SquaredExponential
 
@@ -477,6 +479,77 @@ def plot_328(out: Path, data) -> None:
 
 
 # ----------------------------------------------------------------------------------------------------------------
+# Fig 3.21: random 1-D GP systems (sec. 3.6.3) and their noisy trajectories
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def compute_321(quick: bool):
+    """Per random 1-D system (``ssm_systems.random_gp_system``): on the states its 5 trajectories visit, the GP
+    transition's own sd against the process noise sd, and the residual sd of the best straight line through the
+    transition mean against the total transition sd (the nonlinearity the E-steps face)."""
+    count = 10 if quick else 200
+    extra, nonlinear, shown = [], [], []
+    for i in range(count):
+        data = ssm_systems.random_gp_system(jax.random.key(3210 + i), 1, num_train=5, num_test=1)
+        system, x = data.truth, np.asarray(data.truth["states"])[..., 0]  # truth: the system's arrays and states
+        visited = np.linspace(x.min(), x.max(), 100)
+        predict = jax.vmap(partial(lambda sys_, v: ssm_systems.random_gp_predict(sys_, v[None]), system))
+        fm, fv = predict(jnp.asarray(visited))
+        fm, fv = np.asarray(fm)[:, 0], np.asarray(fv)[:, 0]
+        q = float(system["process_var"][0])
+        extra.append(np.median(fv / (fv + q)))
+        residual = fm - np.polyval(np.polyfit(visited, fm, 1), visited)
+        nonlinear.append(residual.std() / np.sqrt(np.median(fv) + q))
+        if i < 3:
+            grid = np.linspace(-4.0, 4.0, 200)
+            gm_, gv = predict(jnp.asarray(grid))
+            y = np.asarray(data.observed["y"])[0, :, 0]
+            shown.append((grid, np.asarray(gm_)[:, 0], np.asarray(gv)[:, 0], q, system, y))
+    extra, nonlinear = np.array(extra), np.array(nonlinear)
+    rows = [
+        {
+            "figure": "3.21",
+            "claim": "the GP transitions carry uncertainty over and above the process noise (our criterion: the GP's "
+            "share of the transition variance on the visited states is not negligible, median > 1 %)",
+            "measured": f"GP variance / (GP + process variance), median over the visited states: median over "
+            f"{count} systems {np.median(extra):.3f}, 10-90 % range {np.quantile(extra, 0.1):.3f}-"
+            f"{np.quantile(extra, 0.9):.3f}",
+            "verdict": pass_fail(np.median(extra) > 0.01),
+        },
+        {
+            "figure": "3.21",
+            "claim": "the random systems are strongly nonlinear where their trajectories go (our measure: the "
+            "transition mean's departure from its best line, in transition sd)",
+            "measured": f"residual sd of the best line / transition sd: median {np.median(nonlinear):.2f}; "
+            f"above 1 in {np.mean(nonlinear > 1):.0%} of {count} systems",
+            "verdict": pass_fail(np.median(nonlinear) > 1.0),
+        },
+    ]
+    numbers = {
+        "fig321_gp_variance_share_median": float(np.median(extra)),
+        "fig321_nonlinear_median": float(np.median(nonlinear)),
+    }
+    return rows, numbers, shown
+
+
+def plot_321(out: Path, shown) -> None:
+    plt = pyplot()
+    fig, axes = plt.subplots(2, len(shown), figsize=(4.2 * len(shown), 7))
+    for j, (grid, fm, fv, q, system, y) in enumerate(shown):
+        ax = axes[0, j]
+        ax.fill_between(grid, fm - 2 * np.sqrt(fv), fm + 2 * np.sqrt(fv), color="g", alpha=0.25)
+        ax.plot(grid, fm, "g")
+        ax.plot(system["train_inputs"][:, 0], system["train_targets"][:, 0], "k+")
+        ax.set(xlabel="x_{t-1}", ylabel="x_t", title=f"random system {j + 1} (process sd {np.sqrt(q):.2f})")
+        axes[1, j].plot(np.arange(1, y.size + 1), y, "o-", ms=3)
+        axes[1, j].set(xlabel="t", ylabel="y_t")
+    fig.suptitle("Fig 3.21: random GP transition functions (GP mean +- 2 sd) and noisy trajectories")
+    fig.tight_layout()
+    fig.savefig(out / "mchutchon_chapter3_fig3_21.png", dpi=100)
+    plt.close(fig)
+
+
+# ----------------------------------------------------------------------------------------------------------------
 # Figs 3.18, 3.20, 3.26: the kink E-steps of mchutchon_kink_estep (low-process-noise regime)
 # ----------------------------------------------------------------------------------------------------------------
 
@@ -618,10 +691,17 @@ def plot_estep(out: Path, data) -> None:
         ylim=(max(-20, logp.min()), logp.max() + 0.5),
     )
     ax = axes[1, 1]
+    its = np.arange(1, EP_ITERS)  # iteration 10 is the reference (0)
     for S, (dm, dv) in conv.items():
-        ax.plot(np.arange(1, EP_ITERS + 1), dm, "-o", ms=3, label=f"{S} samples (means)")
-        ax.plot(np.arange(1, EP_ITERS + 1), dv, "--", lw=0.8, label=f"{S} samples (variances)")
-    ax.set(yscale="log", xlabel="EP iteration", ylabel="mean normalised |moment - moment at 10|", title="Fig 3.26")
+        ax.plot(its, dm[:-1], "-o", ms=3, label=f"{S} samples (means)")
+        ax.plot(its, dv[:-1], "--", lw=0.8, label=f"{S} samples (variances)")
+    ax.set(
+        yscale="log",
+        ylim=(1e-4, 1e2),  # runs that diverged (too few samples) leave the axes
+        xlabel="EP iteration",
+        ylabel="mean normalised |moment - moment at 10|",
+        title="Fig 3.26",
+    )
     ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(out / "mchutchon_chapter3_estep.png", dpi=100)
@@ -630,8 +710,13 @@ def plot_estep(out: Path, data) -> None:
 
 def main(quick: bool, out: Path) -> None:
     out = Path(out)
-    groups = [("fig3_6", compute_36, plot_36), ("fig3_15", compute_315, plot_315), ("fig3_28", compute_328, plot_328)]
+    groups = [
+        ("fig3_6", compute_36, plot_36),
+        ("fig3_15", compute_315, plot_315),
+        ("fig3_21", compute_321, plot_321),
+        ("fig3_28", compute_328, plot_328),
+    ]
     if not quick:  # four engine programs to compile (~60 s on a loaded core): full runs only
-        groups.insert(2, ("estep", compute_estep, plot_estep))
+        groups.insert(3, ("estep", compute_estep, plot_estep))
     rows, numbers, _ = run_groups(out, groups, quick)
     write_results(out, rows, numbers, __doc__, quick)
