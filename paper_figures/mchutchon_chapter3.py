@@ -1,7 +1,7 @@
 """McHutchon (2014) ch. 3 figures that need no learner run: Fig 3.6 (dependent transitions in the fully connected
-GP-SSM), Fig 3.15 (the ADS smoother's reused filter linearisation), Figs 3.18/3.20/3.26 (the kink E-steps: analytic vs
-sampling EP, performance vs ESS, EP convergence) and Fig 3.28 (a particle filter's NLML and its derivatives along the
-steepest-descent direction); docs/sources/mchutchon.md#chapter3-figures.
+GP-SSM), Fig 3.15 (the ADS smoother's reused filter linearisation), Fig 3.21 (random GP systems), Figs 3.18/3.20/3.26
+(the kink E-steps: analytic vs sampling EP, performance vs ESS, EP convergence) and Fig 3.28 (a particle filter's NLML
+and its derivatives along the steepest-descent direction); docs/sources/mchutchon.md#chapter3-figures.
 
 * Fig 3.6 (sec. 3.4.2, the fully connected model of Fig 3.3): the GP posterior over the transition function from a
   pseudo-data set (5 pseudo-points of the kink on [-3, 6], signal variance 9, lengthscale 1 -- the kink fixture's
@@ -19,6 +19,9 @@ steepest-descent direction); docs/sources/mchutchon.md#chapter3-figures.
   x_{t-1} on 8001 points (x_t is Gaussian given x_{t-1}; our addition). The ADS cross-covariance is estimated from
   its joint-Gaussian draws (100,000, quick 10,000; se from the sample size). Beside the example, a grid of
   (y_{t-1}, y_t) in [2, 6] x [2, 8] (9 x 13, quick 5 x 7) counts how often each failure occurs.
+* Fig 3.21 (sec. 3.6.3): random 1-D GP systems (``zoo.data.ssm_systems.random_gp_system``, 200 systems, quick 10,
+  5 trajectories of 20 steps each): the GP transition's share of the transition variance and the transition mean's
+  departure from its best line, on the states the trajectories visit; three systems drawn.
 * Figs 3.18, 3.20, 3.26 (sec. 3.6.2; full runs only): the kink E-step problem of ``mchutchon_kink_estep``
   (``problem``: the fixture parameters, its low-process-noise regime, 20 trajectories of 20 steps); ADS and
   moment-matching EP (``ads``, ``form="rts"`` / ``"ep"``) and MC-EP (``is-ep``, ``variant="mc"``) with 10, 100, 1000
@@ -63,8 +66,8 @@ from zoo.data.kink_fixtures import PARAMS, PSEUDO_INPUTS
 from zoo.kernels import SquaredExponential
 
 DESCRIPTION = (
-    "McHutchon 2014 Figs 3.6, 3.15, 3.18, 3.20, 3.26, 3.28: dependent transitions, ADS's reused linearisation, "
-    "kink E-steps vs ESS and EP iteration, PF NLML slope"
+    "McHutchon 2014 Figs 3.6, 3.15, 3.18, 3.20, 3.21, 3.26, 3.28: dependent transitions, ADS's reused linearisation, "
+    "random GP systems, kink E-steps vs ESS and EP iteration, PF NLML slope"
 )
 
 
