@@ -36,9 +36,11 @@ and its derivatives along the steepest-descent direction); docs/sources/mchutcho
   Full: the cart-pole problem of ``mchutchon_learning`` (20 trajectories of 20 steps, 50 pseudo-points), 500
   particles (thesis: 5000; one 5000-particle filter of the 20 trajectories costs ~4 min on a loaded core here),
   8 points, 4 runs; quick: the kink (6 trajectories), 200 particles, 8 points, 4 runs. The direction is the mean score
-  of the R runs at the start (unconstrained parameters, normalised); the line s in [-0.5, 3.0] (unconstrained units;
-  the thesis prints no axis). The PF score is evaluated directly
-  (``inference.particles.pf.log_likelihood_and_score``, the function ``pf-ml`` ascends); no model is fitted.
+  of the R runs at the start (unconstrained parameters, normalised). The line (the thesis prints no axis) is set by the
+  derivatives alone, as Algorithm 5's line search would: s* = the first of 0.02, 0.08, 0.32, 1.28, 5.12 whose mean
+  projected derivative is non-negative (the minimum then lies in (s*/4, s*)), the line s in [-0.25 s*, 1.25 s*].
+  The PF score is evaluated directly (``inference.particles.pf.log_likelihood_and_score``, the function ``pf-ml``
+  ascends); no model is fitted.
 Full-run results: mchutchon_chapter3_full_runs.md.
 """
 
@@ -355,6 +357,9 @@ def settings_328(quick: bool) -> dict:
     return {"system": "cartpole", "sizes": {"num_train": 20, "num_test": 1}, "particles": 500, "points": 8, "runs": 4}
 
 
+BRACKET = (0.02, 0.08, 0.32, 1.28, 5.12)  # unconstrained steps tried along the direction
+
+
 def pf_line(cfg: dict):
     """NLML estimates (points, runs), projected derivatives (points, runs), the line's s (points,)."""
     problem = make_problem(cfg["system"], cfg["sizes"])
@@ -378,14 +383,21 @@ def pf_line(cfg: dict):
         )
 
     runs = jax.jit(jax.vmap(one, in_axes=(None, 0)))
-    keys = jax.random.split(jax.random.key(28), (cfg["points"] + 1, cfg["runs"]))
-    _, scores = runs(phi0, keys[0])
+    keys = iter(jax.random.split(jax.random.key(28), (cfg["points"] + 1 + len(BRACKET), cfg["runs"])))
+    _, scores = runs(phi0, next(keys))
     direction = jnp.mean(scores, 0)
     direction = direction / jnp.linalg.norm(direction)  # ascent of log p = steepest descent of the NLML
-    s = np.linspace(-0.5, 3.0, cfg["points"])
+
+    def mean_derivative(si):
+        return float(-jnp.mean(runs(phi0 + si * direction, next(keys))[1] @ direction))
+
+    # bracket the line's minimum by the derivatives alone (as Algorithm 5's line search does): the first step of
+    # BRACKET whose mean projected derivative is non-negative, s*; the minimum lies in (s* / 4, s*)
+    s_star = next((b for b in BRACKET if mean_derivative(b) >= 0.0), BRACKET[-1])
+    s = np.linspace(-0.25 * s_star, 1.25 * s_star, cfg["points"])
     nlml, deriv = [], []
-    for i, si in enumerate(s):
-        ll, sc = runs(phi0 + si * direction, keys[i + 1])
+    for si in s:
+        ll, sc = runs(phi0 + si * direction, next(keys))
         nlml.append(-np.asarray(ll)), deriv.append(-np.asarray(sc @ direction))
     return np.array(nlml), np.array(deriv), s
 
