@@ -30,6 +30,7 @@ SCRIPTS: list[str] = [
     "mchutchon_cartpole_nigp",
     "mchutchon_model_error",
     "mchutchon_gp_prior_dynamics",
+    "mchutchon_chapter3",
     "franzese_svgp",
     "franzese_active_learning",
     "franzese_notes_figures",

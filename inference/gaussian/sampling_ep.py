@@ -90,6 +90,7 @@ __all__ = [
     "is_positive_definite",
     "is_psd",
     "linear_gaussian_two_slice",
+    "marginals",
     "observation_factors",
     "pseudo_forward",
     "sample_natural",
@@ -255,7 +256,10 @@ def linear_gaussian_two_slice(A: Array, b: Array, Q: Array):
 
 class EPResult(NamedTuple):
     """mean (T, D), cov (T, D, D): alpha_t beta_t; cross (T-1, D, D); alpha, beta: messages (fields (T, ...));
-    skipped (iters,) number of skipped updates per iteration; min_ess (iters,) smallest ESS per iteration."""
+    skipped (iters,) number of skipped updates per iteration; min_ess (iters,) smallest ESS per iteration;
+    mean_by_iter, var_by_iter (iters, T, D): the marginals' means and variances after each iteration (McHutchon
+    Fig 3.26); slice_ess (T-1,): the last iteration's ESS per two-slice (t-1, t), the smaller of its forward and
+    backward estimates (Fig 3.20)."""
 
     mean: Array
     cov: Array
@@ -264,6 +268,9 @@ class EPResult(NamedTuple):
     beta: Gaussian
     skipped: Array
     min_ess: Array
+    mean_by_iter: Array
+    var_by_iter: Array
+    slice_ess: Array
 
 
 def damped_update(old: Gaussian, proposed: Gaussian, rate: Array, accept: Array, valid) -> tuple[Gaussian, Array]:
@@ -353,14 +360,21 @@ def ep_smoother(
         min_ess_it = jnp.minimum(
             jnp.min(jnp.where(mask[1:], ess_f, jnp.inf)), jnp.min(jnp.where(mask[1:], ess_b, jnp.inf))
         )
-        return (alpha, beta), (cross, skipped, min_ess_it)
+        m_it, P_it = marginals(alpha, beta)
+        slice_ess = jnp.where(mask[1:], jnp.minimum(ess_f, ess_b), jnp.inf)
+        return (alpha, beta), (cross, skipped, min_ess_it, m_it, jnp.diagonal(P_it, axis1=1, axis2=2), slice_ess)
 
     firsts = jnp.arange(num_iters) == 0
-    (alpha, beta), (cross, skipped, ess) = jax.lax.scan(
+    (alpha, beta), (cross, skipped, ess, m_by, v_by, slice_ess) = jax.lax.scan(
         iteration, (alpha0, beta0), (jax.random.split(key, num_iters), firsts)
     )
-    mean, cov = jax.vmap(lambda p, h: to_moments(Gaussian(p, h)))(alpha.prec + beta.prec, alpha.shift + beta.shift)
-    return EPResult(mean, cov, _clip_cross(cov, cross[-1]), alpha, beta, skipped, ess)
+    mean, cov = marginals(alpha, beta)
+    return EPResult(mean, cov, _clip_cross(cov, cross[-1]), alpha, beta, skipped, ess, m_by, v_by, slice_ess[-1])
+
+
+def marginals(alpha: Gaussian, beta: Gaussian) -> tuple[Array, Array]:
+    """q(x_t) = alpha_t beta_t for every t: means (T, D) and covariances (T, D, D)."""
+    return jax.vmap(lambda p, h: to_moments(Gaussian(p, h)))(alpha.prec + beta.prec, alpha.shift + beta.shift)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -432,7 +446,13 @@ def ep_runner(gp_view, num_samples: int, num_iters: int, num_draws: int):
         log_lik = jnp.sum(forward.log_lik)
         pseudo = jax.vmap(pseudo_forward, in_axes=(0, None))(Smoothed(res.mean, res.cov, res.cross, None), log_lik)
         draws, mean, cov = _outputs(k_draw, pseudo, res.mean, res.cov, num_draws)
-        return draws, mean, cov, res.cross[None], jnp.sum(res.skipped, 0)[None], jnp.min(res.min_ess, 0)[None], log_lik
+        by_iter = {
+            "states_mean_by_iter": jnp.swapaxes(res.mean_by_iter, 0, 1)[None],  # (1, iters, K, T, D)
+            "states_var_by_iter": jnp.swapaxes(res.var_by_iter, 0, 1)[None],
+            "slice_ess": res.slice_ess[None],  # (1, K, T-1)
+        }
+        skipped, min_ess = jnp.sum(res.skipped, 0)[None], jnp.min(res.min_ess, 0)[None]
+        return draws, mean, cov, res.cross[None], skipped, min_ess, log_lik, by_iter
 
     return jax.jit(run)
 
@@ -462,11 +482,13 @@ def is_ep(spec, dataset, key, timer, **options) -> EngineOutput:
     """Options: variant 'mc' | 'is', num_samples (draws inside EP per step), num_ep_iters (forward-backward sweeps),
     damping, min_ess (fraction of num_samples), num_draws (posterior draws of the output), params (fixed; defaults:
     the AR1-GP initialisation). point_estimates: states_mean (1, K, T, D), states_cov (1, K, T, D, D), states_cross
-    (1, K, T-1, D, D); traces: skipped_updates (1, iters) and min_ess (1, iters)."""
+    (1, K, T-1, D, D), slice_ess (1, K, T-1) (the last sweep's ESS per two-slice); traces: skipped_updates (1, iters),
+    min_ess (1, iters), states_mean_by_iter and states_var_by_iter (1, iters, K, T, D) (the marginals after each
+    sweep)."""
     gp_view = spec.views["gp_ssm"]
     init, fixed = _learned_and_fixed(gp_view, dataset, options["params"], options["init"])
     run = ep_runner(gp_view, options["num_samples"], options["num_ep_iters"], options["num_draws"])
-    draws, mean, cov, cross, skipped, min_ess, log_lik = timer.call(
+    draws, mean, cov, cross, skipped, min_ess, log_lik, by_iter = timer.call(
         run,
         key,
         {**init, **fixed},
@@ -475,16 +497,20 @@ def is_ep(spec, dataset, key, timer, **options) -> EngineOutput:
         jnp.asarray(float(options["damping"])),
         jnp.asarray(float(options["min_ess"])),
     )
-    return smoother_output(draws, mean, cov, cross, skipped, min_ess, log_lik)
+    return smoother_output(draws, mean, cov, cross, skipped, min_ess, log_lik, by_iter)
 
 
-def smoother_output(draws, mean, cov, cross, skipped, min_ess, log_lik) -> EngineOutput:
+def smoother_output(draws, mean, cov, cross, skipped, min_ess, log_lik, by_iter=None) -> EngineOutput:
     """What a sampling-EP smoother run returns (``ep_runner``'s outputs): state draws, the smoothed moments,
-    the per-sweep skipped updates and minimum ESS, and the log evidence."""
+    the per-sweep skipped updates and minimum ESS, and the log evidence; ``by_iter`` (optional): the marginals'
+    means and variances after each sweep (traces, (1, iters, K, T, D)) and the last sweep's ESS per two-slice
+    (point estimate ``slice_ess``, (1, K, T-1))."""
+    by_iter = dict(by_iter or {})
+    slice_ess = {"slice_ess": by_iter.pop("slice_ess")} if "slice_ess" in by_iter else {}
     return EngineOutput(
         posterior={ssm.STATES: draws},
-        point_estimates={"states_mean": mean, "states_cov": cov, "states_cross": cross},
-        traces={"skipped_updates": skipped, "min_ess": min_ess},
+        point_estimates={"states_mean": mean, "states_cov": cov, "states_cross": cross, **slice_ess},
+        traces={"skipped_updates": skipped, "min_ess": min_ess, **by_iter},
         log_evidence=float(log_lik),
         num_lik_evals=1,
     )
