@@ -29,7 +29,7 @@ from inference.applications.structure_search import search
 from inference.files.atomic import atomic_write_text
 from inference.files.tables import markdown_table, write_csv
 from inference.results.component_plots import plot_decomposition
-from zoo import decomposition, gp
+from zoo import decomposition, gp, regression
 from zoo.data import co2
 
 DESCRIPTION = "Duvenaud 2014 Figs 3.3-3.4: BIC search on Mauna Loa CO2 (statsmodels), depths 1-3, decomposition"
@@ -125,3 +125,42 @@ def main(quick: bool, out: Path) -> None:
         f"and extrapolates reasonably (compare the held-out RMSEs).\n\n" + markdown_table(rows) + "\n\n"
         f"Fig 3.4 components of the depth-{deepest.depth} model: {', '.join(parts.names)}.\n",
     )
+
+
+def held_out_check(trace: Path) -> dict:
+    """The best candidate (by BIC) of a ``zoo search`` trace of the training months (``chronological_split``)
+    extrapolated to the held-out months: how many lie within 2 predictive sds of y, the largest |z|, the RMSE and
+    the mean predictive sd, in ppm (issue 43's check; paper_figures/duvenaud_abcd_mauna_loa_full_runs.md)."""
+    import json
+
+    found = json.loads(Path(trace).read_text())
+    best = max((f for f in found["trace"] if f.get("log_likelihood") is not None), key=lambda f: f["bic"])
+    values = {k: np.asarray(v, float) for k, v in best["hyperparameters"].items()}
+    kernel, _ = regression.kernel_and_noise({**values, "noise": np.asarray(best["noise"])}, best["expression"])
+    st, data = found["standardisation"], co2.chronological_split()
+
+    def inputs(x):
+        return (x[:, None] - st["x_shift"][0]) / st["x_scale"][0]
+
+    ys = (data.y_train - st["y_shift"]) / st["y_scale"]
+    post = gp.predict(kernel, inputs(data.x_train), ys, float(best["noise"]), inputs(data.x_test), full_cov=False)
+    mean = np.asarray(post.mean) * st["y_scale"] + st["y_shift"]
+    sd = np.sqrt(np.asarray(post.cov) + float(best["noise"])) * st["y_scale"]
+    z = (data.y_test - mean) / sd
+    return {
+        "best": best["expression"],
+        "bic": best["bic"],
+        "held_out": len(z),
+        "within_2_sd": int(np.sum(np.abs(z) < 2)),
+        "max_abs_z": float(np.abs(z).max()),
+        "rmse_ppm": float(np.sqrt(np.mean((mean - data.y_test) ** 2))),
+        "mean_sd_ppm": float(sd.mean()),
+    }
+
+
+if __name__ == "__main__":
+    import argparse
+
+    parser = argparse.ArgumentParser(description="Mauna Loa: extrapolate a zoo search trace's best candidate")
+    parser.add_argument("--trace", type=Path, required=True, help="the JSON `zoo search --out` wrote")
+    print(held_out_check(parser.parse_args().trace))
