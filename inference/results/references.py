@@ -402,7 +402,7 @@ def from_draws(draws: Mapping[str, np.ndarray]) -> dict[str, Quantity]:
 # -- certification (posteriordb's criteria) ---------------------------------------------------------------------
 
 
-@functools.cache
+@functools.lru_cache(maxsize=1)  # one small table; bounded like every cache here (tests/test_program_cache.py)
 def _ess_null_table() -> dict[str, Any]:
     return json.loads(ESS_NULL_TABLE.read_text())
 
