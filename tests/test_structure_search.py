@@ -409,6 +409,11 @@ def test_an_interpolating_parent_gets_a_second_period_from_the_detrended_data():
     periodic = {k: w for k, w in starts.items() if "Per" in str(w.start)}
     assert periodic and all(len(w.starts) == 2 for w in periodic.values())
     assert all(w.more == () for k, w in starts.items() if k not in periodic)
+    from inference.applications.structure_search.search import _with_noise
+
+    warm = next(iter(periodic.values()))
+    assert _with_noise(warm, 1e-4) == [warm.start, warm.more[0], (warm.more[0], 1e-2)]  # also from a raised noise
+    assert _with_noise(warm, 0.3) == [warm.start, warm.more[0]]
 
 
 def test_the_score_convention_is_printed_once_and_ctrl_c_stops_after_the_running_candidate(linear_search):

@@ -71,7 +71,7 @@ def fit_ml2(
     init: Mapping[str, float] | None = None,
     optimizer: str = "lbfgs",
     capacity: program.Capacity | None = None,
-    warm: Kernel | Sequence[Kernel] | None = None,
+    warm: Kernel | Sequence[Kernel | tuple[Kernel, float | None]] | None = None,
     fixed: Mapping[str, float] | None = None,
 ) -> FitOutcome:
     """ML-II of ``gp/regression`` with ``kernel``'s structure on (X (n, D), y (n,)); the restart with the highest
@@ -85,7 +85,8 @@ def fit_ml2(
     ``gp/structure``, the program shared by every structure within that capacity (``zoo.structure.program``;
     docs/performance.md#shared-program), instead of ``gp/regression`` compiled for this structure; the kernel must
     be encodable (else ``NotEncodable``). ``warm``: a kernel of the same structure (a warm start, ``starts.py``),
-    or several, from each of which one more restart runs, exactly (no jitter), with the same noise start. A restart
+    or several, from each of which one more restart runs, exactly (no jitter), with the same noise start (or, for a
+    ``(kernel, noise)`` pair, that noise start). A restart
     that ends outside ``bounds`` is projected back and evaluated there (``bounds.py``); ``FitFailure`` when no
     restart has a finite log likelihood. ``fixed``: sites held at these constrained values (ml2's ``params``;
     ``gp/regression`` only), e.g. ``lin1_offset=0`` to fit a sub-model."""
@@ -97,8 +98,10 @@ def fit_ml2(
     settings = (X, y, num_steps, seed, optimizer, capacity, dict(fixed or {}))
     logliks, fits, timing, iterations = _run(template, given, restarts, jitter, *settings)
     warm_chain = None
-    for start in (warm,) if isinstance(warm, Kernel) else (warm or ()):  # one more restart each, exactly (starts.py)
-        warm_given = {**start_values(start), "noise": given.get("noise", np.asarray(DEFAULT_NOISE))}
+    for item in (warm,) if isinstance(warm, Kernel) else (warm or ()):  # one more restart each, exactly (starts.py)
+        start, own_noise = item if isinstance(item, tuple) else (item, None)
+        noise_start = given.get("noise", np.asarray(DEFAULT_NOISE)) if own_noise is None else np.asarray(own_noise)
+        warm_given = {**start_values(start), "noise": noise_start}
         more, warm_fits, warm_timing, warm_iterations = _run(start, warm_given, 1, 0.0, *settings)
         logliks, fits, warm_chain = np.concatenate([logliks, more]), fits + warm_fits, warm_chain or len(fits)
         iterations = iterations + warm_iterations

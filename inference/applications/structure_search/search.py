@@ -37,7 +37,13 @@ from inference.applications.structure_search.scales import DataScaledFactory, Sc
 from inference.applications.structure_search.scores import SCORES, bic, laplace_log_evidence, tsmc_log_evidence
 from inference.applications.structure_search.smc import smc_search
 from inference.applications.structure_search.smc_result import SMCResult
-from inference.applications.structure_search.starts import residual_period, trend_residual_period, warm_starts
+from inference.applications.structure_search.starts import (
+    SMALL_VARIANCE,
+    WarmStart,
+    residual_period,
+    trend_residual_period,
+    warm_starts,
+)
 from inference.core.cluster import dask_client
 from zoo.errors import DataError, OptionError, ZooError
 from zoo.kernels import NAMES, num_params
@@ -310,6 +316,18 @@ def _warm_starts(parent: Fitted, grammar: Grammar, scales: Scales, Xs: np.ndarra
     return warm_starts(parent.kernel, grammar, scales, period, more)
 
 
+def _with_noise(warm: WarmStart, noise: float) -> list:
+    """``fit_ml2``'s warm starts: each at the parent's noise, and each further one (a new periodic part at the
+    detrended data's period) once more with the noise started at the new part's start variance (SMALL_VARIANCE of
+    Var(y) = 1) if the parent's is below it: against a nearly interpolating parent's near-zero noise the new part may
+    not take over the wiggles the parent's kernel absorbed (docs/performance.md#random-starts: Per + RQ on Mauna Loa
+    1048.5 at the parent's noise 1.6e-4, 1059.35 from 1e-2, the best of 50 random starts 1059.40), while Per x RQ
+    needs the parent's (1089.6 against 741.5); the best restart is kept, so both are tried."""
+    floor = SMALL_VARIANCE["start"]
+    raised = [(kernel, floor) for kernel in warm.more] if float(noise) < floor else []
+    return [*warm.starts, *raised]
+
+
 def _subset_step(operator: str, n: int, subset: int | None) -> int:
     """k of the every-k-th-point subset a candidate's restarts run on (1: all points)."""
     if subset is None or operator not in SWITCHING or n <= subset:
@@ -409,7 +427,7 @@ def _evaluate(
             jitter,
             options["num_steps"],
             seed,
-            warm=None if warm is None else warm.starts,
+            warm=None if warm is None else _with_noise(warm, noise),
             **run,
         )
         entry.compile_s, entry.run_s = entry.compile_s + fit.compile_s, entry.run_s + fit.run_s
