@@ -86,10 +86,10 @@ def fit_ml2(
     docs/performance.md#shared-program), instead of ``gp/regression`` compiled for this structure; the kernel must
     be encodable (else ``NotEncodable``). ``warm``: a kernel of the same structure (a warm start, ``starts.py``),
     or several, from each of which one more restart runs, exactly (no jitter), with the same noise start (or, for a
-    ``(kernel, noise)`` pair, that noise start). A restart
-    that ends outside ``bounds`` is projected back and evaluated there (``bounds.py``); ``FitFailure`` when no
-    restart has a finite log likelihood. ``fixed``: sites held at these constrained values (ml2's ``params``;
-    ``gp/regression`` only), e.g. ``lin1_offset=0`` to fit a sub-model."""
+    ``(kernel, noise)`` pair, that noise start). A restart that ends outside ``bounds`` is projected back and
+    evaluated there (``bounds.py``); ``FitFailure`` when no restart has a finite log likelihood. ``fixed``: sites
+    held at these constrained values (ml2's ``params``; ``gp/regression`` only), e.g. ``lin1_offset=0`` to fit a
+    sub-model."""
     if fixed and capacity is not None:
         raise OptionError("fit_ml2: fixed sites are for gp/regression's site names; not with a shared capacity.")
     template = parse(kernel) if isinstance(kernel, str) else kernel
