@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from inference.applications.structure_search import search
+from inference.applications.structure_search import Standardisation, search
 from inference.files.atomic import atomic_write_text
 from inference.files.tables import markdown_table, write_csv
 from inference.results.component_plots import plot_decomposition
@@ -44,9 +44,13 @@ QUICK = {"from_year": 1988.0, "base": ("SE", "Per"), "depth": 2, "restarts": 1, 
 
 def posterior(result, fitted, x_new: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Posterior mean and sd of f at x_new (m,) in ppm, for one fitted candidate of ``result``'s search."""
-    s = result.standardisation
-    Xs, ys = s.inputs(result.X), s.targets(result.y)
-    post = gp.predict(fitted.kernel, Xs, ys, fitted.noise, s.inputs(x_new[:, None]), full_cov=False)
+    return _posterior(fitted.kernel, fitted.noise, result.standardisation, result.X, result.y, x_new)
+
+
+def _posterior(kernel, noise: float, s: Standardisation, X, y, x_new: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Posterior mean and sd of f at x_new (m,) in the data's units, of GP(0, kernel) + N(0, noise) fitted on the
+    data (X (n, 1), y (n,)) standardised by ``s``."""
+    post = gp.predict(kernel, s.inputs(X), s.targets(y), noise, s.inputs(x_new[:, None]), full_cov=False)
     mean = np.asarray(post.mean) * s.y_scale + s.y_shift
     return mean, np.sqrt(np.maximum(np.asarray(post.cov), 0.0)) * s.y_scale
 
@@ -137,15 +141,10 @@ def held_out_check(trace: Path) -> dict:
     best = max((f for f in found["trace"] if f.get("log_likelihood") is not None), key=lambda f: f["bic"])
     values = {k: np.asarray(v, float) for k, v in best["hyperparameters"].items()}
     kernel, _ = regression.kernel_and_noise({**values, "noise": np.asarray(best["noise"])}, best["expression"])
-    st, data = found["standardisation"], co2.chronological_split()
-
-    def inputs(x):
-        return (x[:, None] - st["x_shift"][0]) / st["x_scale"][0]
-
-    ys = (data.y_train - st["y_shift"]) / st["y_scale"]
-    post = gp.predict(kernel, inputs(data.x_train), ys, float(best["noise"]), inputs(data.x_test), full_cov=False)
-    mean = np.asarray(post.mean) * st["y_scale"] + st["y_shift"]
-    sd = np.sqrt(np.asarray(post.cov) + float(best["noise"])) * st["y_scale"]
+    s = Standardisation(**{k: np.asarray(v, float) for k, v in found["standardisation"].items()})
+    data, noise = co2.chronological_split(), float(best["noise"])
+    mean, sd_f = _posterior(kernel, noise, s, data.x_train[:, None], data.y_train, data.x_test)
+    sd = np.sqrt(sd_f**2 + s.noise_in_data_units(noise))  # of y
     z = (data.y_test - mean) / sd
     return {
         "best": best["expression"],

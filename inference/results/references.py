@@ -436,12 +436,9 @@ def ess_bounds(ndraws: int, quantities: int = 1) -> dict[str, tuple[float, float
     out = {}
     for method in ("bulk", "tail"):
         mean = table["mean"][method]
-
-        def at(p, method=method, mean=mean):
-            ratio = float(np.interp(np.log(p), log_p, table[method]))
-            return float(ndraws * (mean + (ratio - mean) * scale))
-
-        out[f"ess_{method}"] = (at(alpha / 2), at(1 - alpha / 2))
+        ratios = np.interp(np.log([alpha / 2, 1 - alpha / 2]), log_p, table[method])
+        low, high = (float(ndraws * (mean + (ratio - mean) * scale)) for ratio in ratios)
+        out[f"ess_{method}"] = (low, high)
     return out
 
 

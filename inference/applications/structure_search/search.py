@@ -211,10 +211,11 @@ def search(
     with _executor(workers, scheduler) as fit_all, _stop_on_sigint(say) as stop:
         if checkpoint is not None:
             fit_all = resumable(fit_all, Path(checkpoint), fingerprint(Xs, ys, options), resume, say)
+        trend = trend_residual_period(Xs, ys)  # the detrended data's period: one per search, not per parent
         for level in range(1, depth + 1):
             todo = []
             for parent in beam:
-                warm = {} if parent is None else _warm_starts(parent, grammar, factory.scales, Xs, ys)
+                warm = {} if parent is None else _warm_starts(parent, grammar, factory.scales, Xs, ys, trend)
                 for cand in expand(None if parent is None else parent.kernel, grammar, factory):
                     if cand.key not in fitted_keys:
                         fitted_keys.add(cand.key)
@@ -304,14 +305,15 @@ def _stop_on_sigint(say: Callable[[str], None]):
         signal.signal(signal.SIGINT, previous)
 
 
-def _warm_starts(parent: Fitted, grammar: Grammar, scales: Scales, Xs: np.ndarray, ys: np.ndarray) -> dict:
-    """The warm starts of ``parent``'s nesting expansions by key (starts.py), new periods from its residuals and from
-    the detrended data where that differs by more than 2 %."""
+def _warm_starts(
+    parent: Fitted, grammar: Grammar, scales: Scales, Xs: np.ndarray, ys: np.ndarray, trend: float | None
+) -> dict:
+    """The warm starts of ``parent``'s nesting expansions by key (starts.py), new periods from its residuals and,
+    where it differs by more than 2 %, ``trend``, the detrended data's (``starts.trend_residual_period``)."""
     try:
         period = residual_period(parent.kernel, parent.noise, Xs, ys)
     except np.linalg.LinAlgError:  # a parent whose covariance does not solve: the geometric middle of the bounds
         period = None
-    trend = trend_residual_period(Xs, ys)
     more = () if trend is None or (period is not None and abs(trend / period - 1) < 0.02) else (trend,)
     return warm_starts(parent.kernel, grammar, scales, period, more)
 

@@ -33,6 +33,7 @@ import numpy as np
 
 from inference.applications.structure_search.bounds import MAX_PERIOD_FRACTION, MIN_PERIOD_SPACINGS
 from inference.applications.structure_search.scales import Scales
+from zoo.kernels import SE
 from zoo.kernels.base import Constant, Kernel
 from zoo.kernels.nonstationary import Changepoint, ChangeWindow
 from zoo.structure.grammar import Factory, Grammar, expand
@@ -141,18 +142,15 @@ def residual_period(kernel: Kernel, noise: float, X: np.ndarray, y: np.ndarray) 
 
 
 def trend_residual_period(X: np.ndarray, y: np.ndarray) -> float | None:
-    """The period of the highest admissible peak of the periodogram of y minus a smooth trend: the posterior mean of
-    a GP with an SE kernel of lengthscale the longest admissible period (R / 2) and signal and noise variances
-    Var(y). Its spectral density at the lowest admissible frequency is exp(-2 pi^2) ~ 3e-9 of its peak, so the trend
-    takes no admissible period's power. None for several columns or no power."""
+    """The period of the highest admissible peak of the periodogram of y minus a smooth trend: the residuals of a GP
+    with an SE kernel of lengthscale the longest admissible period (R / 2) and signal and noise variances Var(y), on
+    y minus its mean. Its spectral density at the lowest admissible frequency is exp(-2 pi^2) ~ 3e-9 of its peak, so
+    the trend takes no admissible period's power. None for several columns or no power."""
     if X.shape[1] != 1:
         return None
-    x = X[:, 0]
-    scale = MAX_PERIOD_FRACTION * float(np.ptp(x))
     variance = float(np.var(y)) or 1.0
-    K = variance * np.exp(-0.5 * ((x[:, None] - x[None, :]) / scale) ** 2)
-    trend = K @ np.linalg.solve(K + variance * np.eye(len(y)), y - y.mean()) + y.mean()
-    return _periodogram_peak(x, y - trend)
+    trend = SE(lengthscale=MAX_PERIOD_FRACTION * float(np.ptp(X[:, 0])), variance=variance)
+    return residual_period(trend, variance, X, y - y.mean())
 
 
 def _same_values(a: Kernel, b: Kernel) -> bool:
