@@ -254,6 +254,9 @@ def test_exact_log_evidence_of_gp_regression_equals_an_independent_cholesky(n, n
     assert (jitter > 0) == (n == 60)
 
 
+# ~13 s cold. Quick variants: ml2 against the exact evidence (test_model_options_and_svi.py), NUTS against exact
+# posteriors (test_exactness.py), an additive kernel under every engine (test_additive.py).
+@pytest.mark.slow
 def test_the_ml2_point_of_an_additive_kernel_lies_in_the_bulk_of_the_nuts_posterior():
     """Data drawn from SE_0 + SE_1 on 2-D inputs: the type-II ML optimum (best of 4 starts) must lie inside the central
     99 % of NUTS's marginal posterior of every hyperparameter (log scale). Either engine wrong -- an optimiser that

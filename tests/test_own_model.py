@@ -110,6 +110,9 @@ def ssm_problem():
     return observed, np.asarray(smoothed.mean), float(jnp.sum(forward.log_lik))
 
 
+# ~16 s cold. Quick variants: the particle filter on this program (below) and PGAS against RTS on a registered
+# model (tests/test_pgas.py); CI runs PGAS on a user's own program (examples/own_state_space_model.py).
+@pytest.mark.slow
 def test_a_plain_state_space_program_with_a_view_runs_pgas(ssm_problem):
     observed, rts_mean, _ = ssm_problem
     options = {"num_chains": 2, "num_warmup": 50, "num_samples": 500, "num_particles": 20}

@@ -49,7 +49,10 @@ def exact_ml(view, to_params, observed, phi0):
         lambda p: tuple(np.asarray(v) for v in loss(p)), np.asarray(phi0), jac=True, method="L-BFGS-B", tol=1e-12
     )
     assert result.success, result.message
-    hessian = jax.hessian(lambda phi: -exact_log_likelihood(view, to_params, observed, phi))(jnp.asarray(result.x))
+    # jitted: the eager Hessian of the Kalman filter dispatches (and compiles) op by op, 3x slower
+    hessian = jax.jit(jax.hessian(lambda phi: -exact_log_likelihood(view, to_params, observed, phi)))(
+        jnp.asarray(result.x)
+    )
     return result.x, np.asarray(hessian)
 
 

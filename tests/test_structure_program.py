@@ -104,6 +104,7 @@ def test_shared_fit_reaches_the_per_structure_optimum(wiggly_line):
     assert again.compile_s == 0.0 and np.isfinite(again.log_likelihood)
 
 
+@pytest.mark.slow  # ~13 s cold; test_shared_fit_reaches_the_per_structure_optimum is the quick variant
 def test_search_gives_the_same_trace_with_either_program(wiggly_line):
     """One restart per candidate (no jitter draws): the two programs must agree candidate by candidate."""
     X, y = wiggly_line
