@@ -145,6 +145,11 @@ def build(
             name: np.asarray(idata.posterior[name].values)[:, thin - 1 :: thin] for name in idata.posterior.data_vars
         }
         post, symmetry = _symmetrised(spec, post, fixed, seed)
+        if symmetry.get("applied"):
+            log(
+                f"zoo reference: draws symmetrised ({symmetry['group']}); max R-hat of the moved sites before: "
+                f"{symmetry['moved_max_r_hat_before']:.4g}"
+            )
         stats = idata.sample_stats
         from inference.results.health import bfmi
 
