@@ -124,6 +124,7 @@ def make_row(outcome: CellOutcome, reference: Any, reference_note: str, executor
     stored, row["reference_source"] = stored_reference(outcome)
     if stored is not None:
         reference, row["reference_note"] = stored, ""
+        idata, row["symmetrised"] = symmetrised(idata, cell, stored)
         row.update(gym_row(idata, stored))
     elif cell.reference == STORED:
         row["reference_note"] = row["reference_source"]
@@ -151,6 +152,29 @@ def stored_reference(outcome: CellOutcome) -> tuple[Any, str]:
     if found.data_sha256 != outcome.data_sha256:
         return None, f"stored reference {found.id} is stale (made on other data): rebuild it with zoo reference"
     return found, f"stored:{found.id}"
+
+
+def symmetrised(idata: Any, cell: Cell, stored: Any) -> tuple[Any, bool]:
+    """The run's draws moved like its reference's when the reference applied its model's exact symmetry (the random
+    permutation sampler's step, docs/gym.md#symmetry; keys from the cell's seed), so that a chain settled in one
+    mirror mode is compared with the symmetric truth; otherwise the run as it is. (run, whether moved)"""
+    if not stored.provenance.get("symmetry", {}).get("applied"):
+        return idata, False
+    import copy
+
+    import jax
+
+    import zoo
+    from zoo.symmetry import symmetrise
+
+    symmetry = zoo.get(cell.model, **cell.model_options).symmetry
+    names = list(idata.posterior.data_vars)
+    key = jax.random.fold_in(jax.random.key(cell.seed), 1)
+    moved = symmetrise(symmetry, {name: idata.posterior[name].values for name in names}, key)
+    out = copy.deepcopy(idata)
+    for name in names:
+        out.posterior[name].values = moved[name]
+    return out, True
 
 
 def gym_row(idata: Any, stored: Any) -> dict[str, Any]:

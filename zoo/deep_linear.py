@@ -18,6 +18,7 @@ import numpyro.distributions as dist
 
 from zoo.options import Option
 from zoo.registry import Dataset, ModelSpec, frozen, positive_int, register_family
+from zoo.symmetry import even_sign_flips
 
 SOURCE = "Kaiser 2021, sec. 6.1 (Fig 6.2): the identity as a composition of three linear functions"
 
@@ -58,4 +59,8 @@ def _deep_linear(num_layers: int) -> ModelSpec:
         simulate=simulate_identity,
         data_shapes=frozen({"X": ("N",), "y": ("N",)}),
         default_params=frozen({"noise": 0.0025}),
+        # the 2^(L-1) sign patterns of equal mass (docs/gym.md#symmetry); one layer has none
+        symmetry=even_sign_flips(tuple(f"slope_{layer}" for layer in range(1, num_layers + 1)))
+        if num_layers > 1
+        else None,
     )

@@ -11,6 +11,7 @@ import numpy as np
 
 from zoo.errors import DataError, OptionError, ZooError, unknown_name
 from zoo.options import Option, validate
+from zoo.symmetry import Symmetry
 
 # A dimension is either a fixed size or a symbol ("N", "D") that must agree across arrays.
 Shape = tuple[int | str, ...]
@@ -45,6 +46,9 @@ class ModelSpec:
         that takes none.
     notes: why the capabilities are what they are, where that is not obvious (a user program's discrete latent
         sites); an engine that does not fit repeats it.
+    symmetry: the finite group under which the posterior is exactly invariant (``zoo.symmetry.Symmetry``: mirror
+        modes that chains do not cross), or None; certified references apply it to their draws
+        (docs/gym.md#symmetry).
     """
 
     name: str
@@ -58,6 +62,7 @@ class ModelSpec:
     views: Mapping[str, Any] = field(default_factory=dict)
     options: Mapping[str, Any] = field(default_factory=dict)
     notes: str = ""
+    symmetry: "Symmetry | None" = None
 
     def validate(self, data: "Dataset | Mapping[str, Any]") -> Dataset:
         """Check names, shapes and finiteness of ``data``; return a Dataset of float64 arrays.

@@ -173,7 +173,11 @@ def export(ref: StoredReference, directory: "Path | str") -> list[Path]:
     }
     info = {
         "name": posterior_name,
-        "inference": {"method": method, "method_arguments": {**arguments, "engine": prov.get("engine")}},
+        "inference": {
+            "method": method,
+            # the random permutation sampler's step, if the reference applied one (docs/gym.md#symmetry)
+            "method_arguments": {**arguments, "engine": prov.get("engine"), **_symmetry(prov)},
+        },
         "diagnostics": {
             "diagnostic_information": {"names": names(ref)},
             **dict(prov.get("diagnostics") or {}),
@@ -191,3 +195,8 @@ def export(ref: StoredReference, directory: "Path | str") -> list[Path]:
         written.append(_write(stats / statistic / statistic / f"{posterior_name}.json", values))
         written.append(_write(stats / statistic / "info" / f"{posterior_name}.info.json", info))
     return written
+
+
+def _symmetry(prov) -> dict:
+    record = prov.get("symmetry") or {}
+    return {"symmetry": record} if record.get("applied") else {}

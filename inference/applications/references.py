@@ -8,6 +8,9 @@ docs/gym.md#references).
 - ``nuts``: any other model with a continuous latent space: a long NUTS run (posteriordb's default: 10 chains,
   10 000 warm-up and 10 000 sampling iterations each, thinned by 10 to 1000 draws per chain), certified by
   posteriordb's criteria (``references.certify``); a run that fails a check is not stored (``NotCertifiedError``).
+  When the model declares an exact symmetry (``ModelSpec.symmetry``: mirror modes the chains do not cross), each
+  retained draw is first moved by a uniformly random element of the group (the random permutation sampler,
+  docs/gym.md#symmetry), so the checks and the moments are of the symmetric posterior.
 
 Any other engine, or an engine that does not fit the model (``exact`` on a non-conjugate model, a model without a
 continuous latent space for ``nuts``), is refused before anything runs.
@@ -30,6 +33,14 @@ REFERENCE_ENGINES = ("exact", "kalman", "nuts")
 # posteriordb's Stan defaults (doc/REFERENCE_POSTERIOR_DEFINITION.md): 10 chains, thinning 10, 20 000 iterations of
 # which 10 000 warm-up; seed 4711 as in its reference-posterior info files.
 DEFAULTS = {"chains": 10, "draws": 1000, "thin": 10, "warmup": 10_000, "seed": 4711}
+
+
+# The random stream of the symmetry step, apart from the run's own (which uses jax.random.key(seed) directly).
+SYMMETRY_STREAM = 1
+SYMMETRISED = (
+    ", each retained draw then moved by a uniformly random element of the posterior's exact symmetry group (the "
+    "random permutation sampler, Fruhwirth-Schnatter 2001)"
+)
 
 
 class NotCertifiedError(ZooError):
@@ -133,6 +144,12 @@ def build(
         post = {
             name: np.asarray(idata.posterior[name].values)[:, thin - 1 :: thin] for name in idata.posterior.data_vars
         }
+        post, symmetry = _symmetrised(spec, post, fixed, seed)
+        if symmetry.get("applied"):
+            log(
+                f"zoo reference: draws symmetrised ({symmetry['group']}); max R-hat of the moved sites before: "
+                f"{symmetry['moved_max_r_hat_before']:.4g}"
+            )
         stats = idata.sample_stats
         from inference.results.health import bfmi
 
@@ -145,13 +162,17 @@ def build(
         failed = [name for name, ok in checks.items() if not ok]
         if failed:
             raise NotCertifiedError(
-                f"the NUTS run on {spec.name} fails posteriordb's criteria {failed} ({_short(diag)}): not stored; "
+                f"the NUTS run on {spec.name} fails posteriordb's criteria {failed} ({_short(diag)}"
+                + (", draws symmetrised" if symmetry.get("applied") else "")
+                + "): not stored; "
                 "run longer (--warmup, --draws, --thin) or choose another parameterisation"
             )
         quantities = refs.from_draws(post)
         provenance = {
-            "method": "certified: long NUTS run meeting posteriordb's reference-posterior criteria",
+            "method": "certified: long NUTS run meeting posteriordb's reference-posterior criteria"
+            + (SYMMETRISED if symmetry.get("applied") else ""),
             "engine_options": options,
+            **({"symmetry": symmetry} if symmetry else {}),
             "diagnostics": diag,
             "checks_made": checks,
         }
@@ -189,6 +210,31 @@ def build(
         quantities=quantities,
         provenance=provenance,
     )
+
+
+def _symmetrised(spec, post, fixed, seed: int) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """The random permutation sampler's step (Fruhwirth-Schnatter 2001, sec. 3.2; docs/gym.md#symmetry) on the
+    retained draws when the model declares an exact symmetry, and what was done for the provenance ({} when it
+    declares none). A symmetry whose moved sites are held fixed is not one of the conditional posterior: not
+    applied, and the provenance says why."""
+    symmetry = spec.symmetry
+    if symmetry is None:
+        return post, {}
+    record = {"group": symmetry.description, "order": symmetry.order}
+    held = sorted(symmetry.sites & set(fixed))
+    if held:
+        return post, {**record, "applied": False, "why": f"{', '.join(held)} held fixed"}
+    import jax
+
+    from inference.results import diagnostics
+    from zoo.symmetry import symmetrise
+
+    key = jax.random.fold_in(jax.random.key(seed), SYMMETRY_STREAM)
+    keys = f"jax.random.split(jax.random.fold_in(jax.random.key({seed}), {SYMMETRY_STREAM}), chains * draws)"
+    # the moved sites' R-hat before the step: how far apart the chains' mirror modes were (recorded, not a check)
+    before = [np.max(diagnostics.array_diagnostics(post[name])["r_hat"]) for name in sorted(symmetry.sites & set(post))]
+    record = {**record, "applied": True, "keys": keys, "moved_max_r_hat_before": float(np.max(before))}
+    return symmetrise(symmetry, post, key), record
 
 
 def _counts_flags(engine: str, **counts: int) -> str:

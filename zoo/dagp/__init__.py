@@ -49,7 +49,7 @@ from functools import partial
 
 from zoo.dagp.config import NOISE_SEPARATION, OPTIONS, DagpConfig, config_from_options, dagp_config, options_of
 from zoo.dagp.data import simulate_noise_separation, simulate_small, simulate_wet_chicken
-from zoo.dagp.exact import dagp_exact, exact_predict, posterior_mixture_log_density
+from zoo.dagp.exact import MODE_SITES, dagp_exact, exact_predict, posterior_mixture_log_density
 from zoo.dagp.objective import concrete_sample, expected_log_lik, relaxed_objective, sampled_logits
 from zoo.dagp.predict import (
     DagpFit,
@@ -70,6 +70,7 @@ from zoo.dagp.program import (
 )
 from zoo.options import Option
 from zoo.registry import ModelSpec, frozen, register_family
+from zoo.symmetry import relabellings
 
 SOURCE = "Kaiser 2021, ch. 3 (eqs. 3.1-3.12); Kaiser et al. 2019 (ECML-PKDD)"
 
@@ -112,6 +113,8 @@ def _dagp_exact(num_modes: int) -> ModelSpec:
         program=partial(dagp_exact, num_modes=num_modes),
         simulate=simulate_small,
         data_shapes=frozen({"X": ("N", "D"), "y": ("N",)}),
+        # identical priors for every mode: the posterior is invariant under relabelling (docs/gym.md#symmetry)
+        symmetry=relabellings(MODE_SITES, num_modes) if num_modes > 1 else None,
     )
 
 

@@ -15,6 +15,18 @@ from zoo.dagp.predict import DagpPrediction, mixture_log_density
 from zoo.kernels import SquaredExponential
 
 Array = Any
+# The sites with a leading mode axis (K, ...): relabelling the modes permutes all of them together.
+MODE_SITES = (
+    "lengthscale",
+    "variance",
+    "alpha_lengthscale",
+    "alpha_variance",
+    "noise",
+    "f_white",
+    "alpha_white",
+    "f",
+    "alpha",
+)
 
 
 def dagp_exact(X, y=None, num_modes: int = 2):

@@ -27,6 +27,7 @@ from zoo.multioutput import base
 from zoo.multioutput.kronecker import KroneckerNormal
 from zoo.options import Option
 from zoo.registry import Dataset, ModelSpec, frozen, positive_int, register_family
+from zoo.symmetry import signed_column_permutations
 
 Array = Any
 
@@ -179,4 +180,7 @@ def _gp_icm(num_outputs: int, rank: int, kernel: str) -> ModelSpec:
         data_shapes=frozen({"X": ("N", "D"), "Y": ("N", num_outputs)}),
         default_params=frozen(defaults),
         capabilities=frozenset({"continuous", "collapsed"}),
+        # W -> W Pi S leaves B = W W^T + diag(kappa) and W's iid prior unchanged: 2^R R! mirror modes (for R = 1,
+        # W and -W), which NUTS's chains do not cross (docs/gym.md#symmetry)
+        symmetry=signed_column_permutations("W", rank),
     )
