@@ -6,6 +6,7 @@ so it can run anywhere: here, or as one Dask task on a worker. Only the client w
 engine on the same model and seed) has finished, because every row carries the comparison against it.
 """
 
+import copy
 import json
 import socket
 import sys
@@ -16,13 +17,16 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+import jax
 import numpy as np
 
+import zoo
 from benchmarks.store import ResultsStore
 from benchmarks.suites import STORED, Cell, Suite
 from inference.core.cluster import dask_client
 from inference.results.references import data_digest
 from zoo.errors import ZooError
+from zoo.symmetry import symmetrise
 
 # Posterior means kept in a row per variable (enough to compare runs; the netCDF has everything).
 MEANS_PER_VARIABLE = 50
@@ -160,13 +164,6 @@ def symmetrised(idata: Any, cell: Cell, stored: Any) -> tuple[Any, bool]:
     mirror mode is compared with the symmetric truth; otherwise the run as it is. (run, whether moved)"""
     if not stored.provenance.get("symmetry", {}).get("applied"):
         return idata, False
-    import copy
-
-    import jax
-
-    import zoo
-    from zoo.symmetry import symmetrise
-
     symmetry = zoo.get(cell.model, **cell.model_options).symmetry
     names = list(idata.posterior.data_vars)
     key = jax.random.fold_in(jax.random.key(cell.seed), 1)
