@@ -31,6 +31,8 @@ SCRIPTS: list[str] = [
     "mchutchon_model_error",
     "mchutchon_gp_prior_dynamics",
     "mchutchon_chapter3",
+    "mchutchon_learning_curves",
+    "mchutchon_step_timing",
     "franzese_svgp",
     "franzese_active_learning",
     "franzese_notes_figures",

@@ -56,6 +56,7 @@ __all__ = [
     "ads_e_step",
     "ads_runner",
     "analytic_em",
+    "analytic_m_step",
     "closed_form_obs_var",
     "direct",
     "direct_runner",
@@ -419,47 +420,56 @@ def ads_e_step(gp_view, key, params, observed):
     return forward, smoothed, jnp.sum(forward.log_lik)
 
 
+def analytic_m_step(gp_view, names: tuple[str, ...], fixed: frozenset, m_steps: int, params, smoothed, observed):
+    """The M-step of sec. 3.6.4 on a smoothed posterior (``Smoothed``, a leading K axis): the observation noise in
+    closed form (3.200, unless in ``fixed``), then ``m_steps`` L-BFGS steps on the sites ``names`` with beta profiled
+    out of Q, then the pseudo-targets from the optimal beta (unless fixed). Returns (new params, Q at them)."""
+    transforms = _transforms(gp_view, observed, names)
+    y, mask, u = ssm.trajectories(observed)
+
+    def assemble(params):
+        theta = ssm.bind(gp_view.state_space, params, observed)
+        return gp_view.to_gpssm(theta), theta["predictor"], theta["mean_fn"]
+
+    def profiled_q(params):
+        """Q over all trajectories with beta at its closed-form optimum; returns (Q, beta*, predictor)."""
+        g, predictor, mean_fn = assemble(params)
+
+        def q_of_beta(beta):
+            per = jax.vmap(transition_q, in_axes=(None, None, None, 0, 0, 0))
+            return jnp.sum(per(g, predictor._replace(beta=beta), mean_fn, smoothed, u, mask))
+
+        beta = optimal_beta(q_of_beta, predictor.beta.shape)
+        return q_of_beta(beta), beta, predictor
+
+    params = {**params, "obs_var": closed_form_obs_var(smoothed, y, mask)} if "obs_var" not in fixed else params
+    flat0, unravel = jax.flatten_util.ravel_pytree({n: transforms[n].inv(params[n]) for n in names})
+
+    def with_hypers(flat):
+        z = unravel(flat)
+        return {**params, **{n: transforms[n](z[n]) for n in names}}
+
+    flat, _ = minimise(lambda f: profiled_q(with_hypers(f))[0], flat0, "lbfgs", m_steps, 0.0)
+    params = with_hypers(flat)
+    q_value, beta, predictor = profiled_q(params)
+    if "pseudo_targets" not in fixed:
+        K_jit = jnp.einsum("dij,dkj->dik", predictor.chol, predictor.chol)  # the jittered K(X~, X~)
+        g = assemble(params)[0]
+        prior_mean = (g.pseudo_inputs @ g.mean_A.T + g.mean_b).T
+        params = {**params, "pseudo_targets": jnp.einsum("dij,dj->di", K_jit, beta) + prior_mean}
+    return params, q_value
+
+
 @program_cache
 def em_runner(gp_view, names: tuple[str, ...], num_em: int, m_steps: int, num_samples: int, e_step=ads_e_step):
     """Jitted analytic EM: ``names`` are the sites the inner L-BFGS fits (everything but obs_var, pseudo_targets);
-    ``e_step(gp_view, key, params, observed) -> (forward, smoothed, log_lik)`` (default: ADS)."""
+    ``e_step(gp_view, key, params, observed) -> (forward, smoothed, log_lik)`` (default: ADS); the M-step is
+    ``analytic_m_step``."""
 
     def run(key, init, fixed, observed):
-        transforms = _transforms(gp_view, observed, names)
-        y, mask, u = ssm.trajectories(observed)
-
-        def assemble(params):
-            theta = ssm.bind(gp_view.state_space, params, observed)
-            return gp_view.to_gpssm(theta), theta["predictor"], theta["mean_fn"]
-
-        def profiled_q(params, smoothed):
-            """Q over all trajectories with beta at its closed-form optimum; returns (Q, beta*)."""
-            g, predictor, mean_fn = assemble(params)
-
-            def q_of_beta(beta):
-                per = jax.vmap(transition_q, in_axes=(None, None, None, 0, 0, 0))
-                return jnp.sum(per(g, predictor._replace(beta=beta), mean_fn, smoothed, u, mask))
-
-            beta = optimal_beta(q_of_beta, predictor.beta.shape)
-            return q_of_beta(beta), beta, predictor
-
         def em_iteration(params, step_key):
             _, smoothed, log_lik = e_step(gp_view, step_key, params, observed)
-            params = {**params, "obs_var": closed_form_obs_var(smoothed, y, mask)} if "obs_var" not in fixed else params
-            flat0, unravel = jax.flatten_util.ravel_pytree({n: transforms[n].inv(params[n]) for n in names})
-
-            def with_hypers(flat):
-                z = unravel(flat)
-                return {**params, **{n: transforms[n](z[n]) for n in names}}
-
-            flat, _ = minimise(lambda f: profiled_q(with_hypers(f), smoothed)[0], flat0, "lbfgs", m_steps, 0.0)
-            params = with_hypers(flat)
-            q_value, beta, predictor = profiled_q(params, smoothed)
-            if "pseudo_targets" not in fixed:
-                K_jit = jnp.einsum("dij,dkj->dik", predictor.chol, predictor.chol)  # the jittered K(X~, X~)
-                g = assemble(params)[0]
-                prior_mean = (g.pseudo_inputs @ g.mean_A.T + g.mean_b).T
-                params = {**params, "pseudo_targets": jnp.einsum("dij,dj->di", K_jit, beta) + prior_mean}
+            params, q_value = analytic_m_step(gp_view, names, frozenset(fixed), m_steps, params, smoothed, observed)
             return params, (log_lik, q_value, {n: params[n] for n in init})
 
         e_keys = jax.random.split(jax.random.fold_in(key, 1), num_em + 1)

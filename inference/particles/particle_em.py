@@ -57,6 +57,24 @@ from zoo import ssm
 from zoo.errors import OptionError
 from zoo.options import Option
 
+__all__ = [
+    "closed_form_obs_var",
+    "closed_form_pseudo_targets",
+    "complete_data_log_density",
+    "gradient_m_step",
+    "linear_gaussian_m_step",
+    "m_step",
+    "m_step_kind",
+    "monte_carlo_q",
+    "particle_em_runner",
+    "pgas_em",
+    "pgas_sweeps",
+    "psaem",
+    "slot_weights",
+    "starting_params",
+    "step_sizes",
+]
+
 Array = Any
 
 
