@@ -33,6 +33,7 @@ SCRIPTS: list[str] = [
     "mchutchon_chapter3",
     "mchutchon_learning_curves",
     "mchutchon_step_timing",
+    "mchutchon_backward_step",
     "franzese_svgp",
     "franzese_active_learning",
     "franzese_notes_figures",

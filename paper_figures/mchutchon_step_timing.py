@@ -98,7 +98,9 @@ def analytic_times(D: int, cfg: dict) -> list[dict]:
         if engine != "ads":
             options = {**options, "num_samples": cfg["ep_samples"]}
         run_s, compile_s, _ = engine_seconds(spec, dataset, engine, {**options, "params": start}, cfg["repeats"])
-        rows.append({"figure": "3.25", "D": D, "step": label, "run_s": run_s, "compile_s": compile_s})
+        samples = options.get("num_samples", "") if engine != "ads" else ""
+        row = {"figure": "3.25", "D": D, "step": label, "samples": samples}
+        rows.append({**row, "run_s": run_s, "compile_s": compile_s})
         print(f"D={D} {label}: {run_s:.3g} s", flush=True)
     if not cfg["m_step"]:
         return rows
@@ -110,7 +112,7 @@ def analytic_times(D: int, cfg: dict) -> list[dict]:
     jax.block_until_ready(m_step(start, smoothed, observed))
     first = time.perf_counter() - before
     run_s = fastest(lambda: m_step(start, smoothed, observed), cfg["repeats"])
-    rows.append({"figure": "3.25", "D": D, "step": "M step", "run_s": run_s, "compile_s": first - run_s})
+    rows.append({"figure": "3.25", "D": D, "step": "M step", "samples": "", "run_s": run_s, "compile_s": first - run_s})
     print(f"D={D} M step: {run_s:.3g} s", flush=True)
     return rows
 
