@@ -1,9 +1,10 @@
 """The driver every engine and application stands on: ``run`` and the engine registry (``api``), shared engine
 options (``options``), a model's program as engines see it (``program``), chains (``chains``), bounded caches of
 compiled runners (``cache``), the Dask client (``cluster``), which parameters a run holds fixed (``fixed``) and the
-time a run is expected to take (``progress``). It imports no engine and no application."""
+time a run is expected to take (``progress``), and the parameter path a learning engine records
+(``parameter_path``). It imports no engine and no application."""
 
-from inference.core import fixed, options, progress
+from inference.core import fixed, options, parameter_path, progress
 from inference.core.api import (
     EngineOutput,
     Timer,
@@ -35,6 +36,7 @@ __all__ = [
     "observed_args",
     "options",
     "package_versions",
+    "parameter_path",
     "progress",
     "program_cache",
     "register_engine",

@@ -55,7 +55,8 @@ class EngineOutput:
     posterior: constrained draws, each (chain, draw, *site_shape).
     sample_stats: per-draw statistics, each (chain, draw) (``diverging``, ``n_steps``, ...).
     point_estimates: learned parameter values (ML-II, EM, MAP), each (chain, *shape).
-    traces: objective traces of learning engines, each (chain, step).
+    traces: objective traces of learning engines, each (chain, step), and parameter paths (chain, step, ...): see
+    ``inference.core.parameter_path``.
     """
 
     posterior: dict[str, Array]

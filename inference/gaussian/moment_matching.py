@@ -33,6 +33,7 @@ from numpyro.distributions import biject_to
 
 from inference import optimisation
 from inference.core import options as opt
+from inference.core import parameter_path
 from inference.core.api import EngineOutput, register_engine
 from inference.core.cache import program_cache
 from inference.core.program import check_init, observed_args
@@ -55,6 +56,7 @@ __all__ = [
     "ads_e_step",
     "ads_runner",
     "analytic_em",
+    "analytic_m_step",
     "closed_form_obs_var",
     "direct",
     "direct_runner",
@@ -266,12 +268,13 @@ def ads(spec, dataset, key, timer, **options) -> EngineOutput:
 # ----------------------------------------------------------------------------------------------------------------
 
 
-def minimise(objective, init: Array, optimizer: str, num_steps: int, learning_rate: float):
+def minimise(objective, init: Array, optimizer: str, num_steps: int, learning_rate: float, with_points: bool = False):
     """``num_steps`` optimiser steps on ``objective`` from ``init`` (flat); returns the final point and the trace of
-    objective values (num_steps,). Non-finite objective values stop progress (the update is skipped). A step (or the
-    L-BFGS line search) can land where the objective is not finite, and the last step's point is never evaluated in
-    the loop; so the point returned is the final one only if its objective is finite, else the last point whose value
-    and gradient were (``init`` at worst)."""
+    objective values (num_steps,), each at the point before its step, and with ``with_points`` those points too
+    (num_steps, P): the parameter path (``inference.core.parameter_path``). Non-finite objective values stop progress
+    (the update is skipped). A step (or the L-BFGS line search) can land where the objective is not finite, and the last
+    step's point is never evaluated in the loop; so the point returned is the final one only if its objective is finite,
+    else the last point whose value and gradient were (``init`` at worst)."""
     solver = optimisation.solver(optimizer, learning_rate)
     value_and_grad = (
         optax.value_and_grad_from_state(objective) if optimizer == "lbfgs" else jax.value_and_grad(objective)
@@ -288,10 +291,11 @@ def minimise(objective, init: Array, optimizer: str, num_steps: int, learning_ra
         ok = jnp.isfinite(value) & jnp.all(jnp.isfinite(grad))
         new_p = jnp.where(ok, optax.apply_updates(p, updates), p)
         new_state = jax.tree.map(lambda a, b: jnp.where(ok, a, b), new_state, state)
-        return (new_p, new_state, jnp.where(ok, p, good)), value
+        return (new_p, new_state, jnp.where(ok, p, good)), (value, p)
 
-    (p, _, good), trace = jax.lax.scan(step, (init, solver.init(init), init), None, length=num_steps)
-    return jnp.where(jnp.isfinite(objective(p)), p, good), trace
+    (p, _, good), (trace, points) = jax.lax.scan(step, (init, solver.init(init), init), None, length=num_steps)
+    final = jnp.where(jnp.isfinite(objective(p)), p, good)
+    return (final, trace, points) if with_points else (final, trace)
 
 
 @program_cache
@@ -307,12 +311,14 @@ def direct_runner(gp_view, names: tuple[str, ...], optimizer: str, num_steps: in
         def nlml(flat):
             return -jnp.sum(adf_all(gp_view, constrained(flat), observed).log_lik)
 
-        flat, trace = minimise(nlml, flat0, optimizer, num_steps, lr)
+        flat, trace, points = minimise(nlml, flat0, optimizer, num_steps, lr, with_points=True)
         params = constrained(flat)
         forward, smoothed = smooth_all(gp_view, params, observed, "rts")
         draws, mean, cov = _outputs(key, forward, smoothed.mean, smoothed.cov, num_samples)
         learned = {n: params[n][None] for n in names}
-        return draws, mean, cov, learned, -trace[None], jnp.sum(forward.log_lik)
+        path = jax.vmap(constrained)(points)
+        traces = {"adf_log_lik": -trace[None], **parameter_path.as_traces({n: path[n][None] for n in names})}
+        return draws, mean, cov, learned, traces, jnp.sum(forward.log_lik)
 
     return jax.jit(run)
 
@@ -333,7 +339,8 @@ def direct_runner(gp_view, names: tuple[str, ...], optimizer: str, num_steps: in
 def direct(spec, dataset, key, timer, **options) -> EngineOutput:
     """Learns every parameter site not fixed by ``params``, from ``init`` where given (e.g. an earlier fit's point
     estimates: a warm start), else from the AR1-GP initialisation. point_estimates: the learned parameters
-    (constrained) and the smoothed marginals; traces: ``adf_log_lik`` per step."""
+    (constrained) and the smoothed marginals; traces: ``adf_log_lik`` per step, at the point before the step, and that
+    point's learned parameters (``path_<site>``, ``inference.core.parameter_path``)."""
     gp_view = spec.views["gp_ssm"]
     init, fixed = _learned_and_fixed(gp_view, dataset, options["params"], options["init"])
     names = tuple(sorted(init))
@@ -345,13 +352,13 @@ def direct(spec, dataset, key, timer, **options) -> EngineOutput:
         float(options["learning_rate"]),
         options["num_samples"],
     )
-    draws, mean, cov, learned, trace, log_lik = timer.call(run, key, init, fixed, observed_args(dataset))
+    draws, mean, cov, learned, traces, log_lik = timer.call(run, key, init, fixed, observed_args(dataset))
     # Adam: one gradient per step; L-BFGS: its line search adds evaluations that are not counted here.
     evals = options["num_steps"] if options["optimizer"] == "adam" else None
     return EngineOutput(
         posterior={ssm.STATES: draws},
         point_estimates={**learned, "states_mean": mean, "states_cov": cov},
-        traces={"adf_log_lik": trace},
+        traces=traces,
         log_evidence=float(log_lik),
         num_grad_evals=evals,
     )
@@ -413,55 +420,68 @@ def ads_e_step(gp_view, key, params, observed):
     return forward, smoothed, jnp.sum(forward.log_lik)
 
 
+def analytic_m_step(gp_view, names: tuple[str, ...], fixed: frozenset, m_steps: int, params, smoothed, observed):
+    """The M-step of sec. 3.6.4 on a smoothed posterior (``Smoothed``, a leading K axis): the observation noise in
+    closed form (3.200, unless in ``fixed``), then ``m_steps`` L-BFGS steps on the sites ``names`` with beta profiled
+    out of Q, then the pseudo-targets from the optimal beta (unless fixed). Returns (new params, Q at them)."""
+    transforms = _transforms(gp_view, observed, names)
+    y, mask, u = ssm.trajectories(observed)
+
+    def assemble(params):
+        theta = ssm.bind(gp_view.state_space, params, observed)
+        return gp_view.to_gpssm(theta), theta["predictor"], theta["mean_fn"]
+
+    def profiled_q(params):
+        """Q over all trajectories with beta at its closed-form optimum; returns (Q, beta*, predictor)."""
+        g, predictor, mean_fn = assemble(params)
+
+        def q_of_beta(beta):
+            per = jax.vmap(transition_q, in_axes=(None, None, None, 0, 0, 0))
+            return jnp.sum(per(g, predictor._replace(beta=beta), mean_fn, smoothed, u, mask))
+
+        beta = optimal_beta(q_of_beta, predictor.beta.shape)
+        return q_of_beta(beta), beta, predictor
+
+    params = {**params, "obs_var": closed_form_obs_var(smoothed, y, mask)} if "obs_var" not in fixed else params
+    flat0, unravel = jax.flatten_util.ravel_pytree({n: transforms[n].inv(params[n]) for n in names})
+
+    def with_hypers(flat):
+        z = unravel(flat)
+        return {**params, **{n: transforms[n](z[n]) for n in names}}
+
+    flat, _ = minimise(lambda f: profiled_q(with_hypers(f))[0], flat0, "lbfgs", m_steps, 0.0)
+    params = with_hypers(flat)
+    q_value, beta, predictor = profiled_q(params)
+    if "pseudo_targets" not in fixed:
+        K_jit = jnp.einsum("dij,dkj->dik", predictor.chol, predictor.chol)  # the jittered K(X~, X~)
+        g = assemble(params)[0]
+        prior_mean = (g.pseudo_inputs @ g.mean_A.T + g.mean_b).T
+        params = {**params, "pseudo_targets": jnp.einsum("dij,dj->di", K_jit, beta) + prior_mean}
+    return params, q_value
+
+
 @program_cache
 def em_runner(gp_view, names: tuple[str, ...], num_em: int, m_steps: int, num_samples: int, e_step=ads_e_step):
     """Jitted analytic EM: ``names`` are the sites the inner L-BFGS fits (everything but obs_var, pseudo_targets);
-    ``e_step(gp_view, key, params, observed) -> (forward, smoothed, log_lik)`` (default: ADS)."""
+    ``e_step(gp_view, key, params, observed) -> (forward, smoothed, log_lik)`` (default: ADS); the M-step is
+    ``analytic_m_step``."""
 
     def run(key, init, fixed, observed):
-        transforms = _transforms(gp_view, observed, names)
-        y, mask, u = ssm.trajectories(observed)
-
-        def assemble(params):
-            theta = ssm.bind(gp_view.state_space, params, observed)
-            return gp_view.to_gpssm(theta), theta["predictor"], theta["mean_fn"]
-
-        def profiled_q(params, smoothed):
-            """Q over all trajectories with beta at its closed-form optimum; returns (Q, beta*)."""
-            g, predictor, mean_fn = assemble(params)
-
-            def q_of_beta(beta):
-                per = jax.vmap(transition_q, in_axes=(None, None, None, 0, 0, 0))
-                return jnp.sum(per(g, predictor._replace(beta=beta), mean_fn, smoothed, u, mask))
-
-            beta = optimal_beta(q_of_beta, predictor.beta.shape)
-            return q_of_beta(beta), beta, predictor
-
         def em_iteration(params, step_key):
             _, smoothed, log_lik = e_step(gp_view, step_key, params, observed)
-            params = {**params, "obs_var": closed_form_obs_var(smoothed, y, mask)} if "obs_var" not in fixed else params
-            flat0, unravel = jax.flatten_util.ravel_pytree({n: transforms[n].inv(params[n]) for n in names})
-
-            def with_hypers(flat):
-                z = unravel(flat)
-                return {**params, **{n: transforms[n](z[n]) for n in names}}
-
-            flat, _ = minimise(lambda f: profiled_q(with_hypers(f), smoothed)[0], flat0, "lbfgs", m_steps, 0.0)
-            params = with_hypers(flat)
-            q_value, beta, predictor = profiled_q(params, smoothed)
-            if "pseudo_targets" not in fixed:
-                K_jit = jnp.einsum("dij,dkj->dik", predictor.chol, predictor.chol)  # the jittered K(X~, X~)
-                g = assemble(params)[0]
-                prior_mean = (g.pseudo_inputs @ g.mean_A.T + g.mean_b).T
-                params = {**params, "pseudo_targets": jnp.einsum("dij,dj->di", K_jit, beta) + prior_mean}
-            return params, (log_lik, q_value)
+            params, q_value = analytic_m_step(gp_view, names, frozenset(fixed), m_steps, params, smoothed, observed)
+            return params, (log_lik, q_value, {n: params[n] for n in init})
 
         e_keys = jax.random.split(jax.random.fold_in(key, 1), num_em + 1)
-        params, (adf_trace, q_trace) = jax.lax.scan(em_iteration, {**init, **fixed}, e_keys[:-1])
+        params, (adf_trace, q_trace, path) = jax.lax.scan(em_iteration, {**init, **fixed}, e_keys[:-1])
         forward, smoothed, log_lik = e_step(gp_view, e_keys[-1], params, observed)
         draws, mean, cov = _outputs(key, forward, smoothed.mean, smoothed.cov, num_samples)
         learned = {n: params[n][None] for n in init}
-        traces = {"adf_log_lik": adf_trace[None], "q": q_trace[None]}
+        traces = {
+            "adf_log_lik": adf_trace[None],
+            "q": q_trace[None],
+            **parameter_path.as_traces({n: v[None] for n, v in path.items()}),
+        }
         return draws, mean, cov, learned, traces, log_lik
 
     return jax.jit(run)
@@ -482,7 +502,9 @@ def em_runner(gp_view, names: tuple[str, ...], num_em: int, m_steps: int, num_sa
 def analytic_em(spec, dataset, key, timer, **options) -> EngineOutput:
     """``num_steps`` EM iterations (Table 3.4: 20 for the 1-D kink, 3 for cart-pole); ``m_step_steps`` L-BFGS steps on
     sf2, lengthscales, process noise (and linear-mean weights) per M-step. traces: ``adf_log_lik`` (the ADF
-    approximate log-likelihood at the start of each iteration) and ``q`` (the M-step objective after it)."""
+    approximate log-likelihood at the start of each iteration), ``q`` (the M-step objective after it: the transition
+    term of eq. 3.189 with beta profiled out) and the learned parameters after it (``path_<site>``,
+    ``inference.core.parameter_path``): q[j] is Q at path[j], adf_log_lik[j + 1] the ADF value at path[j]."""
     return run_gp_ssm_em(spec, dataset, key, timer, options, options["num_samples"], ads_e_step)
 
 

@@ -531,7 +531,8 @@ def smoother_output(draws, mean, cov, cross, skipped, min_ess, log_lik, by_iter=
 def is_ep_em(spec, dataset, key, timer, **options) -> EngineOutput:
     """Defaults: the thesis's 1-D kink setting (Table 3.4): 10 samples, 4 EP iterations, 6 EM iterations (num_steps).
     The M-step is ``analytic-em``'s (closed-form pseudo-targets and observation noise, ``m_step_steps`` L-BFGS steps
-    on the rest). traces: adf_log_lik (GP-ADF log-likelihood at the start of each EM iteration) and q."""
+    on the rest). traces: adf_log_lik (GP-ADF log-likelihood at the start of each EM iteration), q and the parameter
+    path, as ``analytic-em``'s."""
     e_step = ep_e_step(
         options["variant"],
         options["num_samples"],

@@ -46,6 +46,7 @@ import numpy as np
 from numpyro.distributions import biject_to
 
 from inference.core import options as opt
+from inference.core import parameter_path
 from inference.core.api import EngineOutput, register_engine
 from inference.core.cache import program_cache
 from inference.core.chains import vmapped_chains
@@ -55,6 +56,24 @@ from inference.particles.pgas import check_fully_adapted, conditional_smc_sweep,
 from zoo import ssm
 from zoo.errors import OptionError
 from zoo.options import Option
+
+__all__ = [
+    "closed_form_obs_var",
+    "closed_form_pseudo_targets",
+    "complete_data_log_density",
+    "gradient_m_step",
+    "linear_gaussian_m_step",
+    "m_step",
+    "m_step_kind",
+    "monte_carlo_q",
+    "particle_em_runner",
+    "pgas_em",
+    "pgas_sweeps",
+    "psaem",
+    "slot_weights",
+    "starting_params",
+    "step_sizes",
+]
 
 Array = Any
 
@@ -272,9 +291,9 @@ def slot_weights(previous: Array, slot: Array, gamma: Array) -> Array:
 
 @program_cache
 def particle_em_runner(view, kind, learned, num_particles, num_samples, num_steps, num_slots, m_steps, lr, gp_prior):
-    """Chains ``(keys (C,), start params, observed, gammas (num_steps,)) -> (params (C, ...), draws (C, S, K, T, D),
-    q trace (C, num_steps))`` (``inference.core.chains``): C independent EM runs. ``num_slots`` = 1 (PGAS-EM) or
-    num_steps (PSAEM buffer)."""
+    """Chains ``(keys (C,), start params, observed, gammas (num_steps,)) -> (params (C, ...), draws (C, S, K, T, D), q
+    trace (C, num_steps), learned params after each M-step (C, num_steps, ...))`` (``inference.core.chains``): C
+    independent EM runs. ``num_slots`` = 1 (PGAS-EM) or num_steps (PSAEM buffer)."""
 
     def one_run(key, start, observed, gammas):
         y, mask, u = ssm.trajectories(observed)
@@ -298,12 +317,12 @@ def particle_em_runner(view, kind, learned, num_particles, num_samples, num_step
             per_sample = jnp.repeat(weights / num_samples, num_samples)
             params = m_step(view, kind, params, learned, flat, per_sample, observed, m_steps, lr, gp_prior)
             q = monte_carlo_q(view, params, observed, flat, per_sample)
-            return (params, draws[-1], buffer, weights), (q, draws)
+            return (params, draws[-1], buffer, weights), (q, draws, {n: params[n] for n in learned})
 
         inputs = (jnp.arange(num_steps), jax.random.split(k_run, num_steps), gammas)
         carry = (start, reference, buffer, jnp.zeros(num_slots))
-        (params, _, _, _), (qs, draws) = jax.lax.scan(iteration, carry, inputs)
-        return params, draws[-1], qs
+        (params, _, _, _), (qs, draws, path) = jax.lax.scan(iteration, carry, inputs)
+        return params, draws[-1], qs, path
 
     return vmapped_chains(one_run)
 
@@ -353,11 +372,11 @@ def run_particle_em(spec, dataset, key, timer, options, full_steps: int | None, 
     )
     gammas = jnp.asarray(step_sizes(num_steps, full_steps, exponent))
     keys = jax.random.split(key, options["num_chains"])
-    params, draws, qs = runner.run(timer, keys, start, observed_args(dataset), gammas)
+    params, draws, qs, path = runner.run(timer, keys, start, observed_args(dataset), gammas)
     return EngineOutput(
         posterior={ssm.STATES: draws},
         point_estimates={name: params[name] for name in learned},
-        traces={"q": qs},
+        traces={"q": qs, **parameter_path.as_traces(path)},
         num_lik_evals=options["num_chains"] * num_steps * options["num_samples"],
     )
 
@@ -387,7 +406,8 @@ COMMON_OPTIONS = {
 def pgas_em(spec, dataset, key, timer, **options) -> EngineOutput:
     """``num_steps`` EM iterations with ``num_samples`` PGAS trajectories each (Table 3.4, 1-D: 20 x 10, 100
     particles). posterior ``states``: the last E-step's draws; point_estimates: learned sites (chain, ...);
-    traces ``q``: Q after each M-step."""
+    traces ``q``: Q after each M-step, and the learned sites after it (``path_<site>``,
+    ``inference.core.parameter_path``: q[j] is Q at path[j]; the last entry is the point estimate)."""
     return run_particle_em(spec, dataset, key, timer, options, None, 0.0)
 
 

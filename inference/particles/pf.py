@@ -55,6 +55,7 @@ from numpyro import distributions as dist
 from numpyro.distributions import biject_to
 
 from inference.core import options as opt
+from inference.core import parameter_path
 from inference.core.api import EngineOutput, register_engine
 from inference.core.cache import program_cache
 from inference.core.chains import vmapped_chains
@@ -665,15 +666,16 @@ def pf(spec, dataset, key, timer, **options) -> EngineOutput:
 
 @program_cache
 def ml_runner(view, num_particles, num_steps, method, resampler, learning_rate, score_method):
-    """Chains ``(keys (C,), params, observed) -> (averaged params (C, ...), PF log-likelihoods (C, num_steps),
-    score norms (C, num_steps))`` (``inference.core.chains``), compiled once per configuration (the parameter transforms
-    are rebuilt inside the trace from the view, so nothing unhashable is closed over).
+    """Chains ``(keys (C,), params, observed) -> (averaged params (C, ...), PF log-likelihoods (C, num_steps), score
+    norms (C, num_steps), the iterates (C, num_steps, ...))`` (``inference.core.chains``), compiled once per
+    configuration (the parameter transforms are rebuilt inside the trace from the view, so nothing unhashable is closed
+    over).
 
     Ascent: Adam on the PF score (Poyiadjis et al. 2011 use plain gradient steps; McHutchon's Algorithm 5 is a
-    derivative-only quasi-Newton line search). Adam uses derivatives only too, and its per-coordinate step
-    normalisation copes with the score noise; the step is a fixed ``learning_rate`` in unconstrained units. With a
-    fixed step the iterates keep fluctuating around the root of the expected score, so the estimate is their
-    Polyak-Ruppert average over the second half of the steps (Polyak & Juditsky 1992).
+    derivative-only quasi-Newton line search). Adam uses derivatives only too, and its per-coordinate step normalisation
+    copes with the score noise; the step is a fixed ``learning_rate`` in unconstrained units. With a fixed step the
+    iterates keep fluctuating around the root of the expected score, so the estimate is their Polyak-Ruppert average
+    over the second half of the steps (Polyak & Juditsky 1992).
     """
 
     def one_chain(key, params, observed):
@@ -690,7 +692,7 @@ def ml_runner(view, num_particles, num_steps, method, resampler, learning_rate, 
             return -score, (phi, ll, jnp.linalg.norm(score))
 
         _, (phis, lls, norms) = adam_scan(ascent, phi0, learning_rate, jax.random.split(key, num_steps))
-        return to_params(jnp.mean(phis[num_steps // 2 :], axis=0)), lls, norms
+        return to_params(jnp.mean(phis[num_steps // 2 :], axis=0)), lls, norms, jax.vmap(to_params)(phis)
 
     return vmapped_chains(one_chain)
 
@@ -712,7 +714,9 @@ def ml_runner(view, num_particles, num_steps, method, resampler, learning_rate, 
 def pf_ml(spec, dataset, key, timer, **options) -> EngineOutput:
     """``params`` is the starting point (default: the model's defaults); every site of the view is learned. The
     estimate is the average of the second half of the iterates (see ``ml_runner``); ``score`` picks the estimator
-    (``forward_smoothing``, consistent, O(N^2); ``path``, O(N), degenerate for T >> N)."""
+    (``forward_smoothing``, consistent, O(N^2); ``path``, O(N), degenerate for T >> N). traces: the PF
+    log-likelihood estimate and the score's norm at each iterate, and the iterates themselves (``path_<site>``,
+    ``inference.core.parameter_path``; the estimate is their second half's average, not the last one)."""
     view = spec.views["state_space"]
     _check_filter_options(view, options)
     runner = ml_runner(
@@ -726,11 +730,11 @@ def pf_ml(spec, dataset, key, timer, **options) -> EngineOutput:
     )
     keys = jax.random.split(key, options["num_chains"])
     params = {name: jnp.asarray(v) for name, v in options["params"].items()}
-    learned, lls, norms = runner.run(timer, keys, params, observed_args(dataset))
+    learned, lls, norms, path = runner.run(timer, keys, params, observed_args(dataset))
     return EngineOutput(
         posterior={name: np.asarray(v)[:, None] for name, v in learned.items()},
         point_estimates=learned,
-        traces={"log_likelihood": lls, "score_norm": norms},
+        traces={"log_likelihood": lls, "score_norm": norms, **parameter_path.as_traces(path)},
         num_grad_evals=options["num_chains"] * options["num_steps"],
         num_lik_evals=options["num_chains"] * options["num_steps"],
     )
