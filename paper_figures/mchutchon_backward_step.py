@@ -33,6 +33,7 @@ from pathlib import Path
 import jax
 import jax.numpy as jnp
 import numpy as np
+import scipy.linalg
 
 from inference.files.tables import markdown_table
 from inference.gaussian.moment_matching import adf_forward, time_update
@@ -112,14 +113,25 @@ def non_gaussianity(density, points, area) -> float:
     return 0.5 * float(np.sum(np.abs(density - gaussian)) * area)
 
 
+@jax.jit
+def grid_log_posterior(theta, y_T, alpha, points):
+    """log alpha_{T-1}(x) + log p(y_T | x) at points (n, D): one compiled program for every system (op by op, each
+    of the 401^2-point evaluations dispatched its operations one at a time)."""
+    return log_gauss(points, *alpha) + log_likelihood_of_prev(theta, y_T, points)
+
+
+def precision(cov) -> np.ndarray:
+    """cov^-1 (D, D) by its Cholesky factor."""
+    return scipy.linalg.cho_solve(scipy.linalg.cho_factor(np.asarray(cov)), np.eye(len(cov)))
+
+
 def exact_smoothing(seed: int):
     """The quadrature posterior of one system's first backward step and what the claims need."""
     theta, y_T, alpha, q_time, cross = last_step(seed)
     _, points, area = grid_over(*alpha)
-    log_alpha = log_gauss(jnp.asarray(points), *alpha)
-    posterior = normalise(log_alpha + log_likelihood_of_prev(theta, y_T, points), area)
+    posterior = normalise(grid_log_posterior(theta, y_T, alpha, jnp.asarray(points)), area)
     mean, cov = moments_on_grid(posterior, points, area)
-    message_precision = np.linalg.inv(cov) - np.linalg.inv(np.asarray(alpha[1]))  # beta_{T-1} = q / alpha
+    message_precision = precision(cov) - precision(alpha[1])  # beta_{T-1} = q / alpha
     return {
         "theta": theta,
         "y_T": y_T,
@@ -145,9 +157,9 @@ def importance_moments(seed: int, theta, y_T, alpha):
 def rts_step(alpha, q_time, cross, obs_var, y_T):
     """Moment-matching EP / ADS at T-1 (eqs. 3.95-3.96): the Kalman update at T, then one RTS step."""
     m_p, P_p = q_time
-    gain = P_p @ jnp.linalg.inv(P_p + jnp.diag(obs_var))
+    gain = jnp.linalg.solve(P_p + jnp.diag(obs_var), P_p).T  # P_p (P_p + Sigma_nu)^-1, both symmetric
     m_T, P_T = m_p + gain @ (y_T - m_p), P_p - gain @ P_p
-    J = cross @ jnp.linalg.inv(P_p)
+    J = jnp.linalg.solve(P_p, cross.T).T  # Cov[x_{T-1}, x_T] P_p^-1
     return np.asarray(alpha[0] + J @ (m_T - m_p)), np.asarray(alpha[1] + J @ (P_T - P_p) @ J.T)
 
 
