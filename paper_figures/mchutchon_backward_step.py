@@ -59,11 +59,19 @@ def last_step(seed: int):
     data = ssm_systems.random_gp_system(jax.random.key(seed), D, num_train=1, num_test=1, num_steps=T)
     theta = system_theta(data.truth, D)
     y = jnp.asarray(data.observed["y"][0])
-    g, predictor, mean_fn = theta["gpssm"], theta["predictor"], theta["mean_fn"]
+    alpha, q_time, cross = filter_to_last_step(theta["gpssm"], theta["predictor"], theta["mean_fn"], y)
+    return theta, y[T - 1], alpha, q_time, cross
+
+
+@jax.jit
+def filter_to_last_step(g, predictor, mean_fn, y):
+    """alpha_{T-1} (the GP-ADF filter at T-1), the time update to T and Cov[x_{T-1}, x_T]. One compiled program for
+    every system: called op by op, the filter's scan compiled anew for each system (its closure is new), and after
+    ~150 systems XLA crashed (a segmentation fault inside the scan's compilation, twice)."""
     forward = adf_forward(g, predictor, mean_fn, y, jnp.ones(T, bool), jnp.zeros((T, 0)))
     alpha = (forward.filt_mean[T - 2], forward.filt_cov[T - 2])
     pred_mean, pred_cov, cross = time_update(g, predictor, mean_fn, *alpha, jnp.zeros(0))[:3]
-    return theta, y[T - 1], alpha, (pred_mean, pred_cov), cross
+    return alpha, (pred_mean, pred_cov), cross
 
 
 def transition(theta, x):
