@@ -123,25 +123,13 @@ def settings(quick: bool) -> dict:
 # One run: learn, then score the path
 
 
-def test_transitions(problem: Problem):
-    """The test set's (x*_{t-1} (n, D), u_{t-1} (n, U), x*_t (n, D)) over every observed transition."""
-    states = np.asarray(problem.dataset.truth["test_states"])
-    K, T, D = states.shape
-    u = problem.dataset.test.get("u")
-    u = np.zeros((K, T, 0)) if u is None else np.asarray(u)
-    keep = (np.arange(1, T)[None, :] < np.asarray(problem.dataset.test["lengths"])[:, None]).ravel()
-    return (
-        states[:, :-1].reshape(-1, D)[keep],
-        u[:, :-1].reshape(K * (T - 1), -1)[keep],
-        states[:, 1:].reshape(-1, D)[keep],
-    )
-
-
 def test_nlp_along(problem: Problem, snapshots: dict, start: dict) -> np.ndarray:
     """Eq. 3.75 averaged over the test transitions at each snapshot ({site: (S, ...)}, the unlearned sites from
     ``start``): (S,). One compiled program for all snapshots."""
     view, observed = problem.spec.views["state_space"], observed_args(problem.dataset)
-    prev, u_prev, nxt = (jnp.asarray(a) for a in test_transitions(problem))
+    test, truth = problem.dataset.test, problem.dataset.truth
+    steps = gm.transitions(truth["test_states"], test["lengths"], test.get("u"))
+    prev, u_prev, nxt = (jnp.asarray(a) for a in steps)
     obs_var = jnp.asarray(problem.dataset.truth["obs_var"])
     fixed = {k: jnp.asarray(v) for k, v in start.items() if k not in snapshots}
 

@@ -40,6 +40,7 @@ __all__ = [
     "simulate",
     "simulate_gpssm",
     "stack_dynamics",
+    "transitions",
 ]
 
 Array = Any
@@ -51,7 +52,7 @@ def gaussian_score(mean: Array, cov: Array, truth: Array, obs_var: Array) -> Arr
     return -mvn_logpdf_chol(truth, mean, L)
 
 
-def _steps(states: Array, lengths: Array, u: Array | None):
+def transitions(states: Array, lengths: Array, u: Array | None):
     """Pairs (x*_{t-1}, u_{t-1}, x*_t) of every observed transition, flattened: (n, D), (n, U), (n, D)."""
     states = np.asarray(states)
     K, T, D = states.shape
@@ -81,7 +82,7 @@ def one_step_scores(predict, states: Array, lengths: Array, u: Array | None, tru
 
 def one_step_nlp(predict, states: Array, lengths: Array, u: Array | None, true_obs_var: Array) -> float:
     """Mean over all test transitions of eq. 3.75 (see ``one_step_scores`` for ``predict``)."""
-    prev, u_prev, nxt = _steps(states, lengths, u)
+    prev, u_prev, nxt = transitions(states, lengths, u)
     obs_var = jnp.asarray(true_obs_var)
 
     def score(x, uu, x_next):
