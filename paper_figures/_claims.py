@@ -9,7 +9,7 @@ from typing import Any
 
 from inference.files.tables import claims_summary, write_comparison, write_csv
 
-__all__ = ["band", "pyplot", "run_groups", "write_results"]
+__all__ = ["band", "pass_fail", "pyplot", "run_groups", "write_results"]
 
 # (name, compute, plot): compute(argument) -> (rows of claims, numbers, data for the plot); plot(out, data)
 Group = tuple[str, Callable[[Any], tuple[list[dict], dict, Any]], Callable[[Path, Any], None]]
@@ -43,6 +43,11 @@ def run_groups(out: Path, groups: Iterable[Group], argument: Any, seconds_key: s
         numbers |= group_numbers
         plot(out, data[name])
     return rows, numbers, data
+
+
+def pass_fail(ok) -> str:
+    """A claim's verdict."""
+    return "PASS" if ok else "FAIL"
 
 
 def write_results(out: Path, rows: list[dict], numbers: dict, preamble: str, quick: bool, extra: str = "") -> None:

@@ -20,7 +20,7 @@ from scipy.stats import norm
 
 import inference
 import zoo
-from paper_figures._claims import pyplot, run_groups, write_results
+from paper_figures._claims import pass_fail, pyplot, run_groups, write_results
 from zoo.iwmm import data, gplvm, metrics, niw, prior
 
 DESCRIPTION = "Duvenaud 2014 Figs 7.1-7.3, 7.7: GP-LVM and iWMM prior draws, iWMM sampler snapshots on 2-curve"
@@ -34,10 +34,6 @@ SEED = 7
 # beyond the warp's lengthscale): cluster sd ~ sqrt(S / nu) = 0.45, cluster means ~ N(0, Sigma / r), sd ~ 2
 FIG_7_3_PRIOR = niw.NIWPrior(np.zeros(2), np.asarray(0.05), 2.0 * np.eye(2), np.asarray(10.0))
 BANDWIDTHS = np.logspace(-2.5, 0.5, 60)  # the KDE's LOO grid (standardised-scale data)
-
-
-def pass_fail(ok):
-    return "PASS" if ok else "FAIL"
 
 
 def gaussian_vs_kde(rng, Y, size: int = 800):

@@ -31,7 +31,7 @@ import numpy as np
 import inference
 import zoo
 from paper_figures._claims import band as plot_band
-from paper_figures._claims import pyplot, run_groups, write_results
+from paper_figures._claims import pass_fail, pyplot, run_groups, write_results
 from zoo import gp, kernels, regression
 from zoo import sparse as sp
 
@@ -89,10 +89,6 @@ def band(pred, noise=0.0):
     var = np.asarray(pred.cov)
     var = np.diag(var) if var.ndim == 2 else var
     return np.asarray(pred.mean), np.sqrt(np.maximum(var, 0.0) + noise)
-
-
-def pass_fail(ok):
-    return "PASS" if ok else "FAIL"
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -28,7 +28,7 @@ import numpy as np
 import inference
 import zoo
 from inference.files.tables import read_published, write_csv
-from paper_figures._claims import pyplot, run_groups, write_results
+from paper_figures._claims import pass_fail, pyplot, run_groups, write_results
 from zoo import gp, kernels, regression
 
 DESCRIPTION = (
@@ -39,10 +39,6 @@ RESTARTS = 20  # Franzese's random initialisations (Fig. 6.2)
 INIT_RADIUS = 4.0  # sd of the starts in log space (module docstring)
 NARROW_RADIUS = 1.0  # the full run's second spread (the diagnosis row)
 NOISE_MODE = 0.7  # noise variance / Var(y) above which a fit explains the data as noise
-
-
-def pass_fail(ok):
-    return "PASS" if ok else "FAIL"
 
 
 def noisy_sine(seed: int, n: int):

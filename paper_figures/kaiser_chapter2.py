@@ -37,7 +37,7 @@ import numpy as np
 import inference
 import zoo
 from inference.files.tables import markdown_table, write_csv
-from paper_figures._claims import band, pyplot, write_results
+from paper_figures._claims import band, pass_fail, pyplot, write_results
 from zoo import gp, kernels, regression
 from zoo import sparse as sp
 
@@ -50,10 +50,6 @@ TOY_NOISE = 0.3
 SINE_NOISE = 0.2
 RIDGE_LAMBDA = 1.0
 BLR_NOISE = 1.0  # Fig 2.4's noise variance (unstated): large enough for the prior to matter
-
-
-def pass_fail(ok) -> str:
-    return "PASS" if ok else "FAIL"
 
 
 def toy_data():

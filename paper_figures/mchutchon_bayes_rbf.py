@@ -18,7 +18,7 @@ import numpy as np
 
 import inference
 import zoo
-from paper_figures._claims import band, pyplot, run_groups, write_results
+from paper_figures._claims import band, pass_fail, pyplot, run_groups, write_results
 from zoo import gp, rbf_network, regression
 
 DESCRIPTION = "McHutchon 2014 Figs 1.6/1.8: GP vs Bayesian RBF network (10 fixed basis functions) on five points"
@@ -27,10 +27,6 @@ Y5 = np.array([0.5, -0.3, 0.4, 1.0, -0.8])
 NOISE = 0.01
 NUM_BASIS = 10
 Z_MAX = 4.5  # |z| bound of a Monte Carlo mean against its closed form (MCSE units)
-
-
-def pass_fail(ok: bool) -> str:
-    return "PASS" if ok else "FAIL"
 
 
 def gp_fit():

@@ -30,7 +30,7 @@ from scipy import stats
 import inference
 from inference.applications import mlhgp
 from inference.files.tables import read_published
-from paper_figures._claims import band, pyplot, run_groups, write_results
+from paper_figures._claims import band, pass_fail, pyplot, run_groups, write_results
 from paper_figures._noisy_input import VAR_STEPS, variational
 from zoo import nigp, variational_input
 
@@ -39,10 +39,6 @@ ILLUSTRATION = {"low": 0.0, "high": 6.0, "sigma_in": 0.1, "sigma_out": 0.02}
 QUADRATIC = {"low": -2.0, "high": 2.0, "sigma_in": 0.2, "sigma_out": 0.1}
 SIGMOID = {"low": -10.0, "high": 10.0, "sigma_in": 2.0, "sigma_out": 0.025}
 SKEW_Z = 5.0  # a skewness this many standard errors from 0 is not Gaussian
-
-
-def pass_fail(ok: bool) -> str:
-    return "PASS" if ok else "FAIL"
 
 
 def damped_sine(x):

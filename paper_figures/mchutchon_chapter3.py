@@ -60,7 +60,7 @@ from inference.core.program import observed_args
 from inference.files.tables import write_csv
 from inference.particles import pf
 from paper_figures import mchutchon_kink_estep as kink_estep
-from paper_figures._claims import pyplot, run_groups, write_results
+from paper_figures._claims import pass_fail, pyplot, run_groups, write_results
 from paper_figures.mchutchon_learning import make_problem
 from zoo import gp, gpssm, moments, ssm
 from zoo.data import ssm_systems
@@ -71,10 +71,6 @@ DESCRIPTION = (
     "McHutchon 2014 Figs 3.6, 3.15, 3.18, 3.20, 3.21, 3.26, 3.28: dependent transitions, ADS's reused linearisation, "
     "random GP systems, kink E-steps vs ESS and EP iteration, PF NLML slope"
 )
-
-
-def pass_fail(ok: bool) -> str:
-    return "PASS" if ok else "FAIL"
 
 
 # ----------------------------------------------------------------------------------------------------------------

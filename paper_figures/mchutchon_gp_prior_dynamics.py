@@ -16,7 +16,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from paper_figures._claims import pyplot, run_groups, write_results
+from paper_figures._claims import pass_fail, pyplot, run_groups, write_results
 from zoo import gp
 from zoo.kernels import SquaredExponential
 
@@ -24,10 +24,6 @@ DESCRIPTION = "McHutchon 2014 Fig 3.2: GP-prior transition functions and their n
 GRID = np.linspace(-6.0, 6.0, 2001)
 STEPS, TAIL, X0, TOL, MAX_PERIOD = 200, 50, 0.5, 1e-6, 20
 Z_MAX = 4.5
-
-
-def pass_fail(ok: bool) -> str:
-    return "PASS" if ok else "FAIL"
 
 
 def draw_functions(key, count: int) -> tuple[np.ndarray, float]:

@@ -55,7 +55,7 @@ from inference.core import parameter_path
 from inference.core.program import observed_args
 from inference.files.resumable import cached
 from inference.files.tables import markdown_table, write_csv
-from paper_figures._claims import pyplot, write_results
+from paper_figures._claims import pass_fail, pyplot, write_results
 from paper_figures.mchutchon_learning import Problem, make_problem
 from zoo import ssm
 
@@ -207,10 +207,6 @@ def overfits(s: dict) -> bool:
 
 # ----------------------------------------------------------------------------------------------------------------
 # Claims of the text, each on the runs that exist
-
-
-def pass_fail(ok: bool) -> str:
-    return "PASS" if ok else "FAIL"
 
 
 def claims(summary: list[dict]) -> list[dict]:

@@ -18,15 +18,11 @@ import jax
 import numpy as np
 
 import inference
-from paper_figures._claims import pyplot, run_groups, write_results
+from paper_figures._claims import pass_fail, pyplot, run_groups, write_results
 
 DESCRIPTION = "McHutchon 2014 Fig 4.1: model error, a near-identical linear model gives a very different trajectory"
 STEPS, X0, NOISE_SD = 20, -0.3, 0.05
 OTHER_START = 0.3  # the first start tried; reported beside X0
-
-
-def pass_fail(ok: bool) -> str:
-    return "PASS" if ok else "FAIL"
 
 
 def true_step(x):

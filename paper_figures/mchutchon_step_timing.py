@@ -40,7 +40,7 @@ from inference.core.program import observed_args
 from inference.files.tables import markdown_table, write_csv
 from inference.gaussian import moment_matching as mm
 from inference.particles import particle_em
-from paper_figures._claims import pyplot, write_results
+from paper_figures._claims import pass_fail, pyplot, write_results
 from zoo import gpssm
 from zoo.data import ssm_systems
 
@@ -141,10 +141,6 @@ def pgas_times(D: int, cfg: dict) -> list[dict]:
 
 # ----------------------------------------------------------------------------------------------------------------
 # Claims
-
-
-def pass_fail(ok: bool) -> str:
-    return "PASS" if ok else "FAIL"
 
 
 def slope(dims, times) -> float:
