@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-import jax
 import numpy as np
 
 import zoo
@@ -26,7 +25,7 @@ from benchmarks.suites import STORED, Cell, Suite
 from inference.core.cluster import dask_client
 from inference.results.references import data_digest
 from zoo.errors import ZooError
-from zoo.symmetry import symmetrise
+from zoo.symmetry import step_key, symmetrise
 
 # Posterior means kept in a row per variable (enough to compare runs; the netCDF has everything).
 MEANS_PER_VARIABLE = 50
@@ -166,8 +165,7 @@ def symmetrised(idata: Any, cell: Cell, stored: Any) -> tuple[Any, bool]:
         return idata, False
     symmetry = zoo.get(cell.model, **cell.model_options).symmetry
     names = list(idata.posterior.data_vars)
-    key = jax.random.fold_in(jax.random.key(cell.seed), 1)
-    moved = symmetrise(symmetry, {name: idata.posterior[name].values for name in names}, key)
+    moved = symmetrise(symmetry, {name: idata.posterior[name].values for name in names}, step_key(cell.seed))
     out = copy.deepcopy(idata)
     for name in names:
         out.posterior[name].values = moved[name]

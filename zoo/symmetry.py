@@ -28,7 +28,18 @@ import numpy as np
 
 Array = Any
 
-__all__ = ["Symmetry", "even_sign_flips", "relabellings", "signed_column_permutations", "symmetrise"]
+__all__ = [
+    "STEP_STREAM",
+    "Symmetry",
+    "even_sign_flips",
+    "relabellings",
+    "signed_column_permutations",
+    "step_key",
+    "symmetrise",
+]
+
+# The random stream of the symmetry step, apart from the run's own (which uses jax.random.key(seed) directly).
+STEP_STREAM = 1
 
 
 @dataclass(frozen=True)
@@ -59,6 +70,11 @@ def symmetrise(symmetry: Symmetry, draws: Mapping[str, Array], key: Array) -> di
     flat = {name: np.reshape(np.asarray(x), (chains * per_chain, *shapes[name][2:])) for name, x in draws.items()}
     moved = _move_each(symmetry, jax.random.split(key, chains * per_chain), flat)
     return {name: np.asarray(moved[name]).reshape(shapes[name]) for name in draws}
+
+
+def step_key(seed: int) -> Array:
+    """The key of the symmetry step applied to the draws of a run seeded ``seed`` (``symmetrise``'s ``key``)."""
+    return jax.random.fold_in(jax.random.key(seed), STEP_STREAM)
 
 
 @partial(jax.jit, static_argnums=0)

@@ -35,8 +35,6 @@ REFERENCE_ENGINES = ("exact", "kalman", "nuts")
 DEFAULTS = {"chains": 10, "draws": 1000, "thin": 10, "warmup": 10_000, "seed": 4711}
 
 
-# The random stream of the symmetry step, apart from the run's own (which uses jax.random.key(seed) directly).
-SYMMETRY_STREAM = 1
 SYMMETRISED = (
     ", each retained draw then moved by a uniformly random element of the posterior's exact symmetry group (the "
     "random permutation sampler, Fruhwirth-Schnatter 2001)"
@@ -224,17 +222,14 @@ def _symmetrised(spec, post, fixed, seed: int) -> tuple[dict[str, np.ndarray], d
     held = sorted(symmetry.sites & set(fixed))
     if held:
         return post, {**record, "applied": False, "why": f"{', '.join(held)} held fixed"}
-    import jax
-
     from inference.results import diagnostics
-    from zoo.symmetry import symmetrise
+    from zoo.symmetry import STEP_STREAM, step_key, symmetrise
 
-    key = jax.random.fold_in(jax.random.key(seed), SYMMETRY_STREAM)
-    keys = f"jax.random.split(jax.random.fold_in(jax.random.key({seed}), {SYMMETRY_STREAM}), chains * draws)"
+    keys = f"jax.random.split(jax.random.fold_in(jax.random.key({seed}), {STEP_STREAM}), chains * draws)"
     # the moved sites' R-hat before the step: how far apart the chains' mirror modes were (recorded, not a check)
     before = [np.max(diagnostics.array_diagnostics(post[name])["r_hat"]) for name in sorted(symmetry.sites & set(post))]
     record = {**record, "applied": True, "keys": keys, "moved_max_r_hat_before": float(np.max(before))}
-    return symmetrise(symmetry, post, key), record
+    return symmetrise(symmetry, post, step_key(seed)), record
 
 
 def _counts_flags(engine: str, **counts: int) -> str:
