@@ -1,7 +1,8 @@
 """The project's optimisation loops, each one compiled program.
 
 - ``fit``: SVI by Adam with a cosine-decayed learning rate, scanned. Used by the ``svi`` engine (any model and guide)
-  and the ``nvc`` engine (an analytic bound under a point-mass guide). Cosine decay so that the final iterates settle
+  and the ``nvc`` engine (an analytic bound under a point-mass guide). ``fit_recording``: the same loop keeping every
+  k-th iterate (the ``svi`` engine's ``record_path_every``). Cosine decay so that the final iterates settle
   at the optimum instead of jittering around it.
 - ``lbfgs``: deterministic L-BFGS to a gradient tolerance, in a ``while_loop``. Used by ``ml2`` (hyperparameters) and
   ``inference.applications.pilco`` (policy parameters).
@@ -60,11 +61,42 @@ def make_svi(model, guide, learning_rate: float, num_steps: int, final_fraction:
 def fit(svi: SVI, key, num_steps: int, *args: Any, init_params=None, **kwargs: Any) -> tuple[dict, jax.Array]:
     """``num_steps`` SVI updates from ``svi.init`` (``init_params``: starting values of param sites, constrained).
 
-    Returns the final params (constrained) and the loss (negative ELBO estimate) of every step (num_steps,).
+    Returns the final params (constrained) and the loss (negative ELBO estimate) of every step (num_steps,); loss i
+    is NumPyro's estimate at the params after i updates, the point step i + 1 starts from.
     """
     state = svi.init(key, *args, init_params=init_params, **kwargs)
     state, losses = jax.lax.scan(lambda s, _: svi.update(s, *args, **kwargs), state, None, length=num_steps)
     return svi.get_params(state), losses
+
+
+def fit_recording(
+    svi: SVI, key, num_steps: int, every: int, *args: Any, init_params=None, **kwargs: Any
+) -> tuple[dict, jax.Array, dict]:
+    """``fit`` that also keeps the params (constrained) after 0, every, 2 every, ... (< num_steps) updates and after
+    the last: ``inference.core.parameter_path.thinned_iterations(num_steps, every)``. Only those snapshots are held
+    (an outer scan over blocks of ``every`` steps), so memory grows with num_steps / every, not num_steps.
+
+    Returns (final params, losses (num_steps,) as ``fit``'s, path {param: (S, *shape)}; path[-1] is the final)."""
+    state = svi.init(key, *args, init_params=init_params, **kwargs)
+
+    def steps(s, length):
+        return jax.lax.scan(lambda s, _: svi.update(s, *args, **kwargs), s, None, length=length)
+
+    def block(s, _):
+        snapshot = svi.get_params(s)  # the point the block's first loss is evaluated at
+        s, losses = steps(s, every)
+        return s, (snapshot, losses)
+
+    blocks, rest = divmod(num_steps, every)
+    state, (path, losses) = jax.lax.scan(block, state, None, length=blocks)
+    losses = losses.reshape(-1)
+    if rest:
+        path = jax.tree.map(lambda p, v: jnp.concatenate([p, v[None]]), path, svi.get_params(state))
+        state, tail = steps(state, rest)
+        losses = jnp.concatenate([losses, tail])
+    final = svi.get_params(state)
+    path = jax.tree.map(lambda p, v: jnp.concatenate([p, v[None]]), path, final)
+    return final, losses, path
 
 
 def lbfgs(loss, z0: Any, max_steps: int, tol: float) -> tuple[Any, jax.Array, jax.Array]:

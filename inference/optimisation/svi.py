@@ -17,7 +17,14 @@ size num_chains x restarts gives every fit its own start (e.g. the point estimat
 
 Output: posterior draws (chain, draw, ...); point_estimates: the guide's median and the model's own params
 (autoguides; e.g. the inducing inputs of ``gp/fitc`` under ``delta``) or every param of the model and guide
-(``model``/named guides), plus ``final_elbo``; traces: ``elbo`` per step of the kept fits.
+(``model``/named guides), plus ``final_elbo``; traces: ``elbo`` per step of the kept fits (elbo[i]: the
+single-sample estimate at the params after i updates, the point step i + 1 starts from).
+
+``record_path_every = k > 0`` also records the parameter path (``inference.core.parameter_path``): every param of the
+guide and model (constrained, as ``point_estimates`` of a ``model`` guide) after 0, k, 2k, ... (< num_steps) updates
+and after the last, ``path_<param>`` (chain, S, *shape), S = ceil(num_steps / k) + 1. Snapshot j at iteration
+``thinned_iterations(num_steps, k)[j]`` is the point elbo[j k] was estimated at, for every j but the last, which is
+the returned fit (no trace entry). Off by default: a snapshot per step of a large guide would hold num_steps copies.
 """
 
 import jax
@@ -29,6 +36,7 @@ from numpyro.infer import Predictive
 from numpyro.infer.autoguide import AutoDelta, AutoMultivariateNormal, AutoNormal
 
 from inference.core import options as opt
+from inference.core import parameter_path
 from inference.core.api import EngineOutput, register_engine
 from inference.core.cache import program_cache
 from inference.core.chains import vmapped_chains
@@ -98,8 +106,9 @@ def param_shapes(spec, kind: str, params, observed) -> dict[str, tuple[int, ...]
 
 
 @program_cache
-def fit_runner(spec, kind: str, num_steps: int, num_particles: int, lr: float, final: float):
-    """Every fit's ``((key, init), params, observed) -> (guide params, losses)`` (leading axis: fits)."""
+def fit_runner(spec, kind: str, num_steps: int, num_particles: int, lr: float, final: float, every: int = 0):
+    """Every fit's ``((key, init), params, observed) -> (guide params, losses, path)`` (leading axis: fits; path:
+    the params at ``parameter_path.thinned_iterations(num_steps, every)``, or {} when ``every`` is 0)."""
     model = conditioned_program(spec)
 
     def one_fit(own, params, observed):
@@ -109,7 +118,9 @@ def fit_runner(spec, kind: str, num_steps: int, num_particles: int, lr: float, f
         guide = make_guide(spec, model, kind)
         svi = optimise.make_svi(model, guide, lr, num_steps, final, num_particles)
         k_init, _ = jax.random.split(key)
-        return optimise.fit(svi, k_init, num_steps, params, init_params=init, **observed)
+        if every:
+            return optimise.fit_recording(svi, k_init, num_steps, every, params, init_params=init, **observed)
+        return (*optimise.fit(svi, k_init, num_steps, params, init_params=init, **observed), {})
 
     return vmapped_chains(one_fit)
 
@@ -201,6 +212,9 @@ def _check_guide(spec, options) -> None:
         "final_lr_fraction": opt.fraction(0.02, "cosine decay of the learning rate to this fraction"),
         "score_particles": Option("int", 0, "samples scoring each restart's final ELBO (0: the default)", minimum=0),
         "init_params": Option("mapping", {}, "starting values of the guide's params, shared or one per fit"),
+        "record_path_every": Option(
+            "int", 0, "record the params after every k-th update and the last (path_<param>); 0: none", minimum=0
+        ),
         "params": opt.params({}),
     },
     summary="Stochastic variational inference (NumPyro + optax Adam); guide normal | mvn | delta | model; restarts",
@@ -220,10 +234,11 @@ def svi(spec, dataset, key, timer, **options) -> EngineOutput:
         options["num_particles"],
         float(options["learning_rate"]),
         float(options["final_lr_fraction"]),
+        int(options["record_path_every"]),
     )
     key, score_key = jax.random.split(key) if restarts > 1 or options["score_particles"] else (key, None)
     keys = jax.random.split(key, fits)
-    guide_params, losses = run_fits.run(timer, (keys, init), params, observed)
+    guide_params, losses, path = run_fits.run(timer, (keys, init), params, observed)
     kept = np.arange(chains)
     point_extra = {}
     if score_key is not None:
@@ -233,12 +248,12 @@ def svi(spec, dataset, key, timer, **options) -> EngineOutput:
         kept = kept * restarts + np.argmax(np.asarray(scores).reshape(chains, restarts), 1)
         point_extra["final_elbo"] = np.asarray(scores)[kept]
     if restarts > 1:  # with one fit per chain every fit is kept; indexing would compile a gather per array
-        guide_params = jax.tree.map(lambda x: x[kept], guide_params)
+        guide_params, path = jax.tree.map(lambda x: x[kept], (guide_params, path))
         keys = keys[kept]
     draws, point = draw_runner(spec, kind, options["num_samples"]).run(timer, (keys, guide_params), params, observed)
     return EngineOutput(
         posterior=draws,
         point_estimates={**point, **point_extra},
-        traces={"elbo": -np.asarray(losses)[kept]},
+        traces={"elbo": -np.asarray(losses)[kept], **parameter_path.as_traces(path)},
         num_grad_evals=fits * options["num_steps"] * options["num_particles"],
     )

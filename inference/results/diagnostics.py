@@ -75,10 +75,17 @@ def _numpy(arrays: Mapping[str, Any]) -> dict[str, np.ndarray]:
 
 
 def _per_chain_dataset(arrays: Mapping[str, Any], leading: tuple[str, ...], attrs) -> xr.Dataset:
-    variables = {}
+    """Arrays (chain, *leading, ...) as one Dataset. A leading axis whose length differs from the first array's (a
+    parameter path thinned to every k-th iterate beside a per-step trace) gets its own dimension, ``<dim>_<length>``,
+    since one dimension has one length."""
+    variables, sizes = {}, {}
     for name, value in _numpy(arrays).items():
+        lead = tuple(
+            dim if sizes.setdefault(dim, n) == n else f"{dim}_{n}"
+            for dim, n in zip(leading, value.shape[1:], strict=False)
+        )
         trailing = value.ndim - 1 - len(leading)
-        dims = ("chain", *leading, *(f"{name}_dim_{i}" for i in range(trailing)))
+        dims = ("chain", *lead, *(f"{name}_dim_{i}" for i in range(trailing)))
         variables[name] = (dims, value)
     return xr.Dataset(variables, attrs=dict(attrs))
 

@@ -65,7 +65,13 @@ from zoo.gpssm.sparse import (
     sparse_state_space_view,
 )
 from zoo.gpssm.transitions import AR1GP, ar1_gp_predict, ar1_regression_data, observed_transitions
-from zoo.gpssm.variational import variational_gpssm_params, variational_guide, variational_program, variational_spec
+from zoo.gpssm.variational import (
+    q_transition_predictor,
+    variational_gpssm_params,
+    variational_guide,
+    variational_program,
+    variational_spec,
+)
 from zoo.options import Option
 from zoo.registry import register, register_family
 
@@ -90,6 +96,7 @@ __all__ = [
     "history_terms",
     "initial_params_from_ar1",
     "observed_transitions",
+    "q_transition_predictor",
     "select_pseudo_inputs",
     "sparse_gpssm_spec",
     "sparse_parameters",

@@ -68,6 +68,23 @@ def variational_gpssm_params(pseudo_inputs, pseudo_targets, hypers: Mapping[str,
     )  # fmt: skip
 
 
+def q_transition_predictor(pseudo_inputs, guide_params: Mapping[str, Array]) -> moments.SEPredictor:
+    """The transition GP under the fitted guide (``variational_guide``'s params, constrained): f(x) with F~ integrated
+    over q(F~_e) = N(mu_e, L_e L_e^T) per output, mean a_e(x)^T mu_e and variance B_e(x) + a_e(x)^T L_e L_e^T a_e(x),
+    a_e(x) = K_e^{-1} k_e(X~, x) (eqs. 3.54-3.55; the predictive eq. 3.75 is scored with). In the predictor's form
+    (``zoo.moments.SEPredictor``: variance sf2 - k^T W k with W = K^{-1} - B B^T) the spread of q(F~) is the
+    low-rank term B = K^{-1} L, so its plain and uncertain-input predictions (``zoo.moments``) both carry it. The
+    process noise (``q_process_var``) is not included."""
+    hypers = {name: guide_params[f"q_{name}"] for name in ("lengthscale", "signal_var", "process_var", "obs_var")}
+    D = hypers["signal_var"].shape[0]
+    g = variational_gpssm_params(pseudo_inputs, guide_params["q_F_loc"], hypers, jnp.zeros(D), jnp.eye(D))
+    plain = pseudo_predictor(g)  # its chol is the jittered K(X~, X~) per output
+    spread = jax.vmap(lambda L, F_tril: jax.scipy.linalg.cho_solve((L, True), F_tril))(
+        plain.chol, guide_params["q_F_tril"]
+    )
+    return plain._replace(post_sqrt=spread)
+
+
 def variational_guide(D: int, m0, P0):
     """The guide of M11 (docs/sources/mchutchon.md#gpssm-variational): point masses on sf2, lengthscales and noise
     variances (ML-II, as in the thesis), a full-rank Gaussian q(F~_e) per output, a Markov-Gaussian q(x_{1:T}) per
