@@ -114,8 +114,13 @@ def test_zper_is_the_periodic_kernel_without_its_constant_and_tends_to_cos():
 
 def test_the_se_gram_is_unchanged_bit_for_bit():
     ls, var = ARD, 0.8
-    diff = (X[:, None, :] - X[None, :, :]) / ls
-    expected = var * jnp.exp(-0.5 * jnp.sum(diff**2, -1))
+
+    @jax.jit  # as a kernel is evaluated (zoo.eager): XLA's fused code rounds unlike op-by-op evaluation
+    def expected_gram(X):
+        diff = (X[:, None, :] - X[None, :, :]) / ls
+        return var * jnp.exp(-0.5 * jnp.sum(diff**2, -1))
+
+    expected = expected_gram(X)
     assert np.array_equal(np.asarray(k.SquaredExponential(var, ls)(X)), np.asarray(expected))
     se = k.SquaredExponential(var, ls)
     assert se.variance == var and se.lengthscale is ls and k.SquaredExponential is k.SE

@@ -14,6 +14,7 @@ from jax.scipy.linalg import cho_solve, solve_triangular
 from numpyro import distributions as dist
 from numpyro.distributions import constraints
 
+from zoo.eager import compiled_when_eager
 from zoo.kernels import Kernel
 
 Array = Any
@@ -21,12 +22,14 @@ Array = Any
 JITTER = 1e-6  # relative to the mean diagonal (1e-6 sigma_v^2, docs/sources/franzese.md#conventions)
 
 
+@compiled_when_eager
 def add_jitter(K: Array, jitter: float = JITTER) -> Array:
     """K + jitter * mean(diag K) * I, so that the Cholesky factor exists for nearly singular K."""
     scale = jnp.mean(jnp.diagonal(K))
     return K + jitter * scale * jnp.eye(K.shape[-1])
 
 
+@compiled_when_eager
 def cholesky(K: Array, jitter: float = JITTER) -> Array:
     """Lower Cholesky factor of K plus relative jitter, always added: (n, n).
 
@@ -99,6 +102,7 @@ def small_solve_lower(L: Array, b: Array) -> Array:
     return jnp.stack(z, -1)
 
 
+@compiled_when_eager
 def mvn_logpdf_chol(x: Array, mean: Array, L: Array) -> Array:
     """log N(x | mean, L L^T) for a lower Cholesky factor L."""
     alpha = solve_triangular(L, x - mean, lower=True)
@@ -111,6 +115,7 @@ class GaussianPosterior(NamedTuple):
     cov: Array  # (n, n)
 
 
+@compiled_when_eager
 def linear_gaussian_posterior(
     prior_cov: Array, design: Array, obs: Array, noise_var: Array
 ) -> tuple[GaussianPosterior, Array]:

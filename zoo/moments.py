@@ -42,6 +42,7 @@ import jax.numpy as jnp
 from jax.scipy.linalg import cho_solve, solve_triangular
 
 from zoo import gp
+from zoo.eager import compiled_when_eager
 from zoo.errors import DataError
 from zoo.kernels import SquaredExponential, as_inputs
 
@@ -89,6 +90,7 @@ def _hyper_arrays(variance: Array, lengthscale: Array, n_out: int, n_in: int) ->
     return variance, lengthscale
 
 
+@compiled_when_eager
 def exact_gp_predictor(X: Array, Y: Array, variance: Array, lengthscale: Array, noise_var: Array) -> SEPredictor:
     """Exact GP predictors for E outputs sharing training inputs (Rasmussen & Williams eqs. 2.25-2.26).
 
@@ -100,6 +102,7 @@ def exact_gp_predictor(X: Array, Y: Array, variance: Array, lengthscale: Array, 
     return _exact_gp_predictor(X, Y, variance, lengthscale, noise_var, lambda K: (gp.cholesky(K), 0.0))[0]
 
 
+@compiled_when_eager
 def exact_gp_predictor_with_jitter(
     X: Array, Y: Array, variance: Array, lengthscale: Array, noise_var: Array
 ) -> tuple[SEPredictor, Array]:
@@ -129,6 +132,7 @@ def _exact_gp_predictor(X, Y, variance, lengthscale, noise_var, factorise) -> tu
     return SEPredictor(inputs, beta, chol, jnp.zeros((n_out, X.shape[0], 0)), variance, lengthscale), added
 
 
+@compiled_when_eager
 def sparse_gp_predictor(
     Z: Array, u_mean: Array, u_sqrt: Array, variance: Array, lengthscale: Array, whitened: bool = True
 ) -> SEPredictor:
@@ -278,6 +282,7 @@ def variance_weights(predictor: SEPredictor) -> Array:
     return inverse - jnp.einsum("emr,enr->emn", predictor.post_sqrt, predictor.post_sqrt)
 
 
+@compiled_when_eager
 def predict_moments(
     predictor: SEPredictor,
     mu: Array,
@@ -326,6 +331,7 @@ def predict_moments(
     return GaussianInputMoments(mean, cov, input_output)
 
 
+@compiled_when_eager
 def predict_moments_batch(
     predictor: SEPredictor, mu: Array, Sigma: Array, mean_fn: LinearMean | None = None
 ) -> GaussianInputMoments:
@@ -333,6 +339,7 @@ def predict_moments_batch(
     return jax.vmap(predict_moments, in_axes=(None, 0, 0, None))(predictor, mu, Sigma, mean_fn)
 
 
+@compiled_when_eager
 def predict_point(predictor: SEPredictor, x: Array, mean_fn: LinearMean | None = None) -> tuple[Array, Array]:
     """The plain GP predictive at a deterministic input x (D,): mean (E,) and variance (E,) of f(x)."""
 

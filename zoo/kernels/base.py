@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 import jax
 import jax.numpy as jnp
 
+from zoo.eager import compiled_when_eager
 from zoo.errors import ZooError
 
 Array = Any
@@ -77,6 +78,17 @@ class Kernel:
     PARAMS: ClassVar[tuple[str, ...]] = ()
     CHILDREN: ClassVar[tuple[str, ...]] = ()
     __array_ufunc__ = None  # numpy scalars defer to our reflected operators (2.0 * k with a np.float64)
+
+    def __init_subclass__(cls, **kwargs):
+        # A base kernel's Gram evaluated outside jit is one program per shape (zoo.eager). Not a composite's: the
+        # structures of a search are many, each evaluated once, and a program per structure cost more than its
+        # operations compiled one by one, which every structure shares (docs/performance.md#test-suite).
+        super().__init_subclass__(**kwargs)
+        if cls.CHILDREN:
+            return
+        for name in ("__call__", "gram", "diag"):
+            if name in cls.__dict__:
+                setattr(cls, name, compiled_when_eager(cls.__dict__[name]))
 
     def __call__(self, X1: Array, X2: Array | None = None) -> Array:
         X1 = as_inputs(X1)

@@ -23,6 +23,7 @@ from numpyro import handlers
 from numpyro.distributions import constraints
 
 from zoo import gp, kernels
+from zoo.eager import compiled_when_eager
 from zoo.kernels import Kernel, KernelError
 from zoo.registry import Dataset
 
@@ -61,6 +62,12 @@ def stacked_indices(N: int, P: int) -> Array:
 class MultiOutputKernel:
     """Base class: subclasses define ``num_outputs`` and ``gram(X1, out1, X2, out2)`` on (n, D) inputs and integer
     output indices (n,). ``stacked`` has a generic implementation; ICM overrides it with a Kronecker product."""
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        for name in ("__call__", "gram", "stacked"):  # one program per kernel structure and shapes (zoo.eager)
+            if name in cls.__dict__:
+                setattr(cls, name, compiled_when_eager(cls.__dict__[name]))
 
     @property
     def num_outputs(self) -> int:

@@ -1,0 +1,33 @@
+"""Library functions called outside ``jit`` compile as one program, not one per ``jnp`` operation.
+
+Outside a trace every ``jnp`` call is compiled on its own (and again for each new shape), ~20 ms of XLA compilation
+each on CPU; a function of twenty operations called eagerly (a prediction in a figure, a test's reference) costs
+twenty such compilations, where ``jax.jit`` of it costs one. Inside a trace (a model, an engine's program) the
+function is called as it is: nested ``jit`` boundaries made XLA's compilation of whole engine runs slower
+(docs/performance.md#test-suite)."""
+
+import functools
+
+import jax
+import numpy as np
+
+__all__ = ["compiled_when_eager"]
+
+
+def _compilable(leaf) -> bool:
+    """An array (not a tracer) or a float; an int or bool may be a shape or steer control flow, so it stays eager."""
+    if isinstance(leaf, jax.core.Tracer):
+        return False
+    return isinstance(leaf, (jax.Array, np.ndarray, float))
+
+
+def compiled_when_eager(function):
+    """``function`` under ``jax.jit`` when every argument leaf is a concrete array, else called as it is."""
+    compiled = jax.jit(function)
+
+    @functools.wraps(function)
+    def call(*args, **kwargs):
+        leaves = jax.tree.leaves((args, kwargs))
+        return (compiled if all(map(_compilable, leaves)) else function)(*args, **kwargs)
+
+    return call
