@@ -323,7 +323,7 @@ def test_kernel_values_are_pytrees_for_jit_and_grad():
     ]
     for kernel in values:
         np.testing.assert_allclose(jax.jit(lambda k: k.stacked(X))(kernel), kernel.stacked(X), rtol=1e-13)
-        grads = jax.grad(lambda k: dense_log_marginal_likelihood(k, X, Y, NOISE))(kernel)
+        grads = jax.jit(jax.grad(lambda k: dense_log_marginal_likelihood(k, X, Y, NOISE)))(kernel)
         assert type(grads) is type(kernel)
         leaves = jax.tree_util.tree_leaves(grads)
         assert leaves and all(np.all(np.isfinite(leaf)) and np.any(leaf != 0) for leaf in leaves)

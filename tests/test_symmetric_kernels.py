@@ -95,7 +95,7 @@ def test_composes_with_the_algebra_jit_grad_and_sites():
     kernel = K.Symmetrised(K.SE(), K.swap_group(), "sum") * K.Lin() + K.moebius()
     X = np.random.default_rng(2).normal(size=(6, 2))
     np.testing.assert_allclose(jax.jit(lambda k, X: k(X))(kernel, X), kernel(X), rtol=1e-13)
-    grads = jax.grad(lambda k: jnp.sum(k(X)))(kernel)
+    grads = jax.jit(jax.grad(lambda k: jnp.sum(k(X))))(kernel)
     assert all(np.all(np.isfinite(leaf)) for leaf in jax.tree_util.tree_leaves(grads))
     with numpyro.handlers.seed(rng_seed=0), numpyro.handlers.trace() as trace:
         K.sample_sites(kernel, D=2)
