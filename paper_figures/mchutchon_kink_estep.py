@@ -22,13 +22,20 @@ nearly Gaussian, so ADS is already close to the exact posterior and no method se
 noise the dynamics pin the latent down (posterior sd ~0.2, as the thesis's 0.3-0.98 per point imply) and the kink's
 nonlinearity matters -- the regime where the thesis's claims can show.
 
-Sizes (reduced for 2 shared CPU cores; PGAS costs ~5e-5 s per particle-sweep-step-trajectory here under load):
+Sizes (the full run's PGAS grid was reduced when PGAS was slower; ``--size thesis`` runs the thesis's grid):
 * full: 10 trajectories (thesis: 100), EP with 10,000 samples (as the thesis), PGAS grid particles {10, 100, 500}
   x samples {10, 100, 500} (thesis: {100, 500, 1000, 5000, 10000} x {10, 50, 100, 500, 1000}); a run with S samples
   uses the first S sweeps after 50 warm-up sweeps of one chain of the largest S (so the sample axis costs one run per
   particle count). PGAS "reference" for Tables 3.1/3.2 and Fig. 3.32 = the largest cell (500 particles, 500 samples;
   thesis 10,000 / 1,000). NUTS: 2 chains x 500 warm-up x 500 draws on all trajectories jointly.
+* thesis (``--size thesis``, full runs in chunks only): the full run with the thesis's PGAS grid, particles
+  {100, 500, 1000, 5000, 10000} x samples {10, 50, 100, 500, 1000}, reference 10,000 / 1,000 as Table 3.2 (the
+  reduced reference 500 / 500 is one of its cells, so the two compare on the same chains).
 * quick: 5 trajectories, EP with 1,000 samples, 20 particles x {10, 50} samples, no NUTS (its compile is ~15 s).
+Full runs in resumable chunks, one noise regime, each trajectory a unit cached as it finishes, every engine on that
+trajectory alone (at fixed parameters the trajectories' posteriors are independent; same data as ``main``):
+``python -m paper_figures.mchutchon_kink_estep OUT --regime low-process-noise --size thesis --trajectories 0 1 2``
+runs those units and tabulates every finished one into OUT; without ``--trajectories`` it only tabulates.
 Tables 3.1 and 3.2 are single trajectories in the thesis (different ones); we report trajectory 0 and the mean and
 median over our trajectories. Fig. 3.31: the genealogy of a 10-particle fully adapted PF on trajectory 0.
 Full-run results: mchutchon_kink_estep_full_runs.md.
@@ -45,6 +52,7 @@ from scipy.stats import norm
 
 import inference
 from inference.core.program import observed_args
+from inference.files.resumable import cached, load_cached
 from inference.files.tables import read_published, write_comparison, write_csv
 from inference.particles import pf
 from zoo import gpssm, ssm
@@ -59,7 +67,16 @@ SEED = 11
 REGIMES = {"zoo-split": (ssm_systems.KINK_PROCESS_VAR, ssm_systems.KINK_OBS_VAR), "low-process-noise": (0.01, 0.3036)}
 
 
-def settings(quick: bool) -> dict:
+# The thesis's PGAS grid (Fig 3.33); its largest cell is Table 3.2's reference (docs/sources/mchutchon.md#settings).
+THESIS_PGAS = {"particles": (100, 500, 1000, 5000, 10000), "samples": (10, 50, 100, 500, 1000)}
+SIZES = ("reduced", "thesis")
+
+
+def settings(quick: bool, size: str = "reduced") -> dict:
+    """The run's sizes: quick, or the full run's -- ``reduced`` (the PGAS grid of the docstring) or ``thesis`` (the
+    same with the thesis's PGAS grid; EP already uses the thesis's 10,000 samples)."""
+    if size not in SIZES:
+        raise ValueError(f"size must be one of {SIZES}, got {size!r}")
     if quick:
         return {
             "K": 5,
@@ -72,7 +89,7 @@ def settings(quick: bool) -> dict:
             "nuts_K": 0,
             "mcmc_ep": False,  # its compile alone (~50 s on a loaded machine) exceeds a quick run's budget
         }
-    return {
+    full = {
         "K": 10,
         "ep_samples": 10000,
         "ep_iters": 4,
@@ -83,6 +100,7 @@ def settings(quick: bool) -> dict:
         "nuts_K": 10,
         "mcmc_ep": True,
     }
+    return full | THESIS_PGAS if size == "thesis" else full
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -321,8 +339,10 @@ def plot(out: Path, truth, scores, marginals, grid_rows, pgas_ref, particles, an
 
 
 def _frac(a, b) -> str:
+    """Paired comparison per trajectory: how often a > b, and the mean difference with its standard error."""
     d = np.asarray(a) - np.asarray(b)
-    return f"{int((d > 0).sum())}/{d.size} trajectories, mean diff {d.mean():+.3f}"
+    se = f" +- {d.std(ddof=1) / np.sqrt(d.size):.3f}" if d.size > 1 else ""
+    return f"{int((d > 0).sum())}/{d.size} trajectories, mean diff {d.mean():+.3f}{se}"
 
 
 def comparison_rows(scores, grid_rows, cfg, nuts_rhat: float | None = None) -> list[dict]:
@@ -358,12 +378,14 @@ def comparison_rows(scores, grid_rows, cfg, nuts_rhat: float | None = None) -> l
     Ps, Ss = cfg["particles"], cfg["samples"]
     by_samples = np.mean([cell(P, Ss[-1]).mean() - cell(P, Ss[0]).mean() for P in Ps])
     by_particles = np.mean([cell(Ps[-1], S).mean() - cell(Ps[0], S).mean() for S in Ss])
-    top = [f"P={P}: {_frac(cell(P, Ss[-1]), isep)}" for P in Ps]
+    S_claim = min((S for S in Ss if S >= 500), default=Ss[-1])  # the claim's ~500 samples, or the most we drew
+    top = [f"P={P}: {_frac(cell(P, S_claim), isep)}" for P in Ps]
     claims = [
         (
             "sampling EP beats ADS on the kink (Table 3.1, Fig 3.19)",
             f"MC-EP: {_frac(scores['MC-EP'], scores['ADS'])}; IS-EP: {_frac(isep, scores['ADS'])}",
         ),
+        ("IS-EP beats MC-EP (Table 3.1 by 0.015, Table 3.2 by 0.10)", _frac(isep, scores["MC-EP"])),
         (
             "PGAS beats ADS and IS-EP (Table 3.2)",
             f"PGAS(gmm) vs ADS: {_frac(scores['PGAS (gmm)'], scores['ADS'])}; "
@@ -373,8 +395,10 @@ def comparison_rows(scores, grid_rows, cfg, nuts_rhat: float | None = None) -> l
             "number of samples matters more than number of particles (Fig 3.33)",
             f"mean gain {Ss[0]}->{Ss[-1]} samples: {by_samples:+.3f}; {Ps[0]}->{Ps[-1]} particles: {by_particles:+.3f}",
         ),
-        (f"~500 samples consistently better than IS-EP (Fig 3.33); ours at {Ss[-1]} samples", "; ".join(top)),
+        (f"~500 samples consistently better than IS-EP (Fig 3.33); ours at {S_claim} samples", "; ".join(top)),
     ]
+    if "MCMC-EP" in scores:
+        claims.append(("MCMC-EP vs IS-EP (Table 3.2: +0.10; Table 3.1: -0.014)", _frac(scores["MCMC-EP"], isep)))
     if "NUTS (gmm)" in scores:
         n = len(scores["NUTS (gmm)"])
         claims.append(
@@ -429,3 +453,123 @@ def run_regime(out: Path, cfg: dict, regime: str, quick: bool) -> tuple[list[dic
     )
     note += f"Wall {wall:.0f} s."
     return comparison_rows(scores, grid_rows, cfg, times.get("nuts max r-hat")), note
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# The full run in resumable chunks, one trajectory per unit
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def one_trajectory(dataset, k: int) -> dict:
+    """Trajectory k of the dataset alone (at fixed parameters the trajectories' posteriors are independent)."""
+    obs = observed_args(dataset)
+    y, lengths = (np.asarray(obs[n])[k : k + 1] for n in ("y", "lengths"))
+    return {"y": y, "lengths": lengths, "pseudo_inputs": PSEUDO_INPUTS}
+
+
+def run_trajectory(regime: str, size: str, k: int) -> dict:
+    """Every method on trajectory k of the full run's data (the same K trajectories as ``main``), each engine on that
+    trajectory alone: scores {method: float}, the PGAS grid's rows, the EP marginals (T,) and PGAS reference draws
+    (S, T) that the figure needs, run times and NUTS's R-hat."""
+    cfg = settings(False, size)
+    spec, dataset, truth, params = problem(cfg["K"], regime)
+    data, true_k, cfg_k = spec.validate(one_trajectory(dataset, k)), truth[k : k + 1], {**cfg, "nuts_K": 1}
+    scores, marginals, times = run_methods(spec, data, true_k, cfg_k, params)
+    grid_rows, grid_times, pgas_ref = run_pgas_grid(spec, data, true_k, cfg_k, params)
+    return {
+        "scores": {name: float(v[0]) for name, v in scores.items()},
+        "grid": [{**r, "trajectory": k} for r in grid_rows],
+        "marginals": {name: (mv[0][0], mv[1][0]) for name, mv in marginals.items() if name != "NUTS"},
+        "pgas_ref": pgas_ref[:, 0],
+        "times": {**times, **grid_times},
+    }
+
+
+def unit_key(regime: str, size: str, k: int) -> tuple[str, tuple]:
+    """A trajectory unit's cache label and the key of everything that determines its result."""
+    return f"{regime}-{size}-trajectory{k}", (regime, sorted(settings(False, size).items()), k)
+
+
+def run_chunk(out: Path, regime: str, size: str, trajectories) -> None:
+    """Run the units of these trajectories (each cached in ``out/units`` as it finishes, so an interrupted chunk
+    resumes), then tabulate every finished unit of the regime and size."""
+    for k in trajectories:
+        _, wall = cached(out / "units", *unit_key(regime, size, k), lambda k=k: run_trajectory(regime, size, k))
+        print(f"trajectory {k}: {wall:.0f} s", flush=True)
+    print(tabulate(out, regime, size))
+
+
+def tabulate(out: Path, regime: str, size: str) -> str:
+    """comparison.md, the per-trajectory numbers and the figure from the finished units, in trajectory order. At the
+    thesis's size it adds the paired difference between Table 3.2's PGAS cell and the reduced run's (500 particles,
+    500 samples), both in the thesis's grid."""
+    cfg = settings(False, size)
+    done = {}
+    for k in range(cfg["K"]):
+        loaded = load_cached(out / "units", *unit_key(regime, size, k))
+        if loaded is not None:
+            done[k] = loaded
+    if not done:
+        raise SystemExit(f"no finished trajectory of {regime} ({size}) in {out / 'units'}")
+    ks = list(done)
+    units = [done[k][0] for k in ks]
+    names = [n for n in units[0]["scores"] if all(n in u["scores"] for u in units)]
+    scores = {n: np.array([u["scores"][n] for u in units]) for n in names}
+    grid_rows = [r for u in units for r in u["grid"]]
+    ref = [r for r in grid_rows if r["particles"] == cfg["particles"][-1] and r["samples"] == cfg["samples"][-1]]
+    scores["PGAS (gmm)"] = np.array([r["pgas_gmm"] for r in ref])
+    scores["PGAS (gauss)"] = np.array([r["pgas_gauss"] for r in ref])
+    marginals = {
+        n: tuple(np.stack([u["marginals"][n][i] for u in units]) for i in (0, 1)) for n in units[0]["marginals"]
+    }
+    pgas_ref = np.stack([u["pgas_ref"] for u in units], axis=1)
+    rhat = float(np.nanmax([u["times"].get("nuts max r-hat", np.nan) for u in units]))
+    spec, dataset, truth, params = problem(cfg["K"], regime)
+    particles, ancestors = genealogy(spec, dataset, params)
+    out.mkdir(parents=True, exist_ok=True)
+    write_csv(out / f"numbers_{regime}.csv", [{"trajectory": k, **{n: float(v[i]) for n, v in scores.items()}}
+                                             for i, k in enumerate(ks)])  # fmt: skip
+    write_csv(out / f"pgas_grid_{regime}.csv", [{**r, "is_ep": float(scores["IS-EP"][ks.index(r["trajectory"])])}
+                                                for r in grid_rows])  # fmt: skip
+    plot(out, truth[ks], scores, marginals, grid_rows, pgas_ref, particles, ancestors, cfg, regime)
+    table = comparison_rows(scores, grid_rows, cfg, rhat)
+    if size == "thesis":
+        reduced = np.array([r["pgas_gmm"] for r in grid_rows if r["particles"] == 500 and r["samples"] == 500])
+        table.append(
+            {
+                "table": "size",
+                "method": "PGAS (gmm), Table 3.2's cell (10,000 particles, 1,000 samples) - the reduced run's "
+                "(500, 500)",
+                "published (one trajectory)": "",
+                "ours trajectory 0": _frac(scores["PGAS (gmm)"], reduced),
+            }
+        )
+        table.append(
+            {
+                "table": "size",
+                "method": "PGAS (gmm) at the reduced run's cell (500, 500) - IS-EP",
+                "published (one trajectory)": "",
+                "ours trajectory 0": _frac(reduced, scores["IS-EP"]),
+            }
+        )
+    walls = ", ".join(f"{k}: {done[k][1]:.0f}" for k in ks)
+    text = __doc__ + f"\n\nRegime {regime}, size {size}: {cfg}.\nFinished trajectories {ks}; unit walls (s): {walls}."
+    return write_comparison(out, [{"regime": regime, **r} for r in table], text)
+
+
+if __name__ == "__main__":
+    import argparse
+
+    parser = argparse.ArgumentParser(
+        description="The full run of one noise regime in resumable chunks: run some trajectories (each cached in "
+        "OUT/units as it finishes), then tabulate every finished one into OUT."
+    )
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--regime", choices=tuple(REGIMES), required=True)
+    parser.add_argument("--size", choices=SIZES, default="reduced", help="PGAS grid: reduced or the thesis's")
+    parser.add_argument("--trajectories", type=int, nargs="*", default=(), help="trajectories to run (none: tabulate)")
+    args = parser.parse_args()
+    K = settings(False, args.size)["K"]
+    if any(not 0 <= k < K for k in args.trajectories):
+        parser.error(f"--trajectories must lie in 0..{K - 1}, got {args.trajectories}")
+    run_chunk(args.out, args.regime, args.size, args.trajectories)

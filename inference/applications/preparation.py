@@ -32,7 +32,8 @@ def run(
     if "pseudo_inputs" not in spec.views and "gp_ssm" not in spec.views:
         return run_engine(spec, data, engine, seed, **options)
     data = ar1.prepare(spec, spec.simulate(data_key(seed)) if data is None else data)
-    if "gp_ssm" in spec.views and "init" in chosen.options:
+    # only an ``init`` of parameter starts (a mapping); the MCMC engines' ``init`` is a string naming where chains start
+    if "gp_ssm" in spec.views and "init" in chosen.options and chosen.options["init"].kind == "mapping":
         dataset = spec.validate(data)
         fixed = resolve_params(spec, dataset, opts["params"]) if "params" in opts else {}
         init = ar1.start(spec.views["gp_ssm"], observed_args(dataset), fixed, opts["init"])
