@@ -21,13 +21,18 @@ def _compilable(leaf) -> bool:
     return isinstance(leaf, (jax.Array, np.ndarray, float))
 
 
-def compiled_when_eager(function):
-    """``function`` under ``jax.jit`` when every argument leaf is a concrete array, else called as it is."""
-    compiled = jax.jit(function)
+def compiled_when_eager(function=None, *, static_argnums: tuple[int, ...] = ()):
+    """``function`` under ``jax.jit`` when every argument leaf is a concrete array, else called as it is.
+    ``static_argnums``: arguments passed to ``jit`` as static (hashable values, e.g. a frozen dataclass's ``self``),
+    left out of that test. Usable as ``@compiled_when_eager`` or ``@compiled_when_eager(static_argnums=(0,))``."""
+    if function is None:
+        return functools.partial(compiled_when_eager, static_argnums=static_argnums)
+    compiled = jax.jit(function, static_argnums=static_argnums)
 
     @functools.wraps(function)
     def call(*args, **kwargs):
-        leaves = jax.tree.leaves((args, kwargs))
+        dynamic = [arg for i, arg in enumerate(args) if i not in static_argnums]
+        leaves = jax.tree.leaves((dynamic, kwargs))
         return (compiled if all(map(_compilable, leaves)) else function)(*args, **kwargs)
 
     return call

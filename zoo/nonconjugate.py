@@ -51,6 +51,7 @@ from jax.scipy.special import log_ndtr, ndtr
 from zoo import gp, kernels
 from zoo.approx import hsgp
 from zoo.data import coal, quakes
+from zoo.eager import compiled_when_eager
 from zoo.errors import DataError, OptionError
 from zoo.kernels import Additive, Kernel
 from zoo.options import Option
@@ -105,6 +106,7 @@ class Likelihood:
             return dist.StudentT(self.df, f, scale)
         return dist.Normal(f, scale)
 
+    @compiled_when_eager(static_argnums=(0,))
     def log_prob(self, f: Array, y: Array, params) -> Array:
         """log p(y_i | f_i), (N,): ``distribution``'s log density, written out for the Bernoulli links. NumPyro's
         Bernoulli(logits) goes through max(l, 0) and |l|, whose autodiff derivatives at l = 0 are wrong (it gives

@@ -56,6 +56,7 @@ from numpyro.distributions import constraints
 from zoo import deep_gp as dg
 from zoo import gp
 from zoo import sparse as sp
+from zoo.eager import compiled_when_eager
 from zoo.errors import DataError, OptionError
 from zoo.kernels import SquaredExponential
 from zoo.registry import ModelSpec, frozen, register
@@ -102,6 +103,7 @@ class LayerMoments(NamedTuple):
 # Psi-statistics and one layer
 
 
+@compiled_when_eager
 def psi_statistics(kernel: SquaredExponential, Z: Array, mu: Array, var: Array) -> PsiStatistics:
     """SE-ARD Psi-statistics of inputs h_n ~ N(mu_n, diag(var_n)): mu, var (N, W); Z (M, W).
 

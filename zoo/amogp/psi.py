@@ -25,6 +25,7 @@ from typing import Any
 
 import jax.numpy as jnp
 
+from zoo.eager import compiled_when_eager
 from zoo.kernels import SquaredExponential
 from zoo.multioutput.convolution import ConvolutionProcess
 from zoo.nvc import PsiStatistics
@@ -32,6 +33,7 @@ from zoo.nvc import PsiStatistics
 Array = Any
 
 
+@compiled_when_eager
 def cp_psi_statistics(
     kernel: ConvolutionProcess, Z: Array, Z_out: Array, mu: Array, var: Array, out: Array
 ) -> PsiStatistics:

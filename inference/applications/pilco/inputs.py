@@ -18,6 +18,7 @@ from jax.scipy.linalg import cho_solve
 
 from inference.applications.pilco.trig import sin_moments
 from zoo import moments
+from zoo.eager import compiled_when_eager
 
 __all__ = ["InputMap", "angle_map", "apply", "expected_gradient", "input_moments"]
 
@@ -61,6 +62,7 @@ def input_moments(inputs: InputMap, m: Array, S: Array) -> tuple[Array, Array, A
     )
 
 
+@compiled_when_eager
 def expected_gradient(predictor: moments.SEPredictor, mu: Array, Sigma: Array) -> Array:
     """E[grad_a f(a)] (D_in, E) for a ~ N(mu, Sigma), f the SE-GP predictive mean: sum_i beta_i q_i (Sigma +
     Lambda)^{-1} (a_i - mu), so Cov[a, f] = Sigma E[grad f] (Stein's lemma) without solving against Sigma, which is
