@@ -22,7 +22,7 @@ def _compilable(leaf) -> bool:
 
 
 def compiled_when_eager(function=None, *, static_argnums: tuple[int, ...] = ()):
-    """``function`` under ``jax.jit`` when every argument leaf is a concrete array, else called as it is.
+    """``function`` under ``jax.jit`` when every argument leaf is a concrete array or a float, else as it is.
     ``static_argnums``: arguments passed to ``jit`` as static (hashable values, e.g. a frozen dataclass's ``self``),
     left out of that test. Usable as ``@compiled_when_eager`` or ``@compiled_when_eager(static_argnums=(0,))``."""
     if function is None:
