@@ -207,9 +207,23 @@ def decrease_point(x: np.ndarray, values: np.ndarray, fraction: float = 0.99) ->
     return float(x[np.argmax(values <= values[0] - fraction * drop)])
 
 
-def summarise(run: Run, result: dict) -> dict:
-    test, objective = result["test_nlp"], result["objective"]
+def test_summary(result: dict) -> dict:
+    """The test score's start, best (and where), final value and 99 % point, and the run's times."""
+    test = result["test_nlp"]
     best = int(np.nanargmin(test))
+    return {
+        "test_start": float(test[0]),
+        "test_best": float(test[best]),
+        "test_best_at": int(result["test_iterations"][best]),
+        "test_final": float(test[-1]),
+        "test_99pct_at": decrease_point(result["test_iterations"], test),
+        "run_s": result["run_s"],
+        "compile_s": result["compile_s"],
+    }
+
+
+def summarise(run: Run, result: dict) -> dict:
+    objective = result["objective"]
     return {
         "figure": run.figure,
         "system": run.system,
@@ -218,13 +232,7 @@ def summarise(run: Run, result: dict) -> dict:
         "objective_first": float(objective[0]),
         "objective_last": float(objective[-1]),
         "objective_99pct_at": decrease_point(result["iterations"], objective),
-        "test_start": float(test[0]),
-        "test_best": float(test[best]),
-        "test_best_at": int(result["test_iterations"][best]),
-        "test_final": float(test[-1]),
-        "test_99pct_at": decrease_point(result["test_iterations"], test),
-        "run_s": result["run_s"],
-        "compile_s": result["compile_s"],
+        **test_summary(result),
     }
 
 
@@ -431,8 +439,6 @@ def matched_up_to(result: dict, true_process_var: float, spread: bool = True) ->
 
 def summarise_variational(result: dict, truth: dict) -> dict:
     block_x, block = result["block_iterations"], result["block_objective"]
-    test = result["test_nlp"]
-    best = int(np.nanargmin(test))
     true_process_var = float(np.asarray(truth["process_var"])[0])
     over = np.flatnonzero(result["process_var_path"] > OVERESTIMATE * true_process_var)
     return {
@@ -443,13 +449,7 @@ def summarise_variational(result: dict, truth: dict) -> dict:
         "objective_first": float(block[0]),
         "objective_last": float(block[-1]),
         "objective_99pct_at": decrease_point(block_x, block),
-        "test_start": float(test[0]),
-        "test_best": float(test[best]),
-        "test_best_at": int(result["test_iterations"][best]),
-        "test_final": float(test[-1]),
-        "test_99pct_at": decrease_point(result["test_iterations"], test),
-        "run_s": result["run_s"],
-        "compile_s": result["compile_s"],
+        **test_summary(result),
         "process_var": result["process_var"],
         "true_process_var": true_process_var,
         "obs_var": result["obs_var"],
