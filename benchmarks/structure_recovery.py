@@ -5,7 +5,8 @@ Usage::
 
     python -m benchmarks.peers install gpy-abcd          # once: GPy-ABCD in its own venv (benchmarks/peers.py)
     python -m benchmarks.structure_recovery [--truths SE,Per,...] [--seeds 0,1] [--n 100] [--snr 10]
-        [--depth 2] [--restarts 3] [--methods greedy,gpy-abcd,smc] [--smc-particles 32] [--results DIR] [--plot F]
+        [--depth 2] [--restarts 3] [--methods greedy,greedy-laplace,gpy-abcd,smc] [--smc-particles 32]
+        [--results DIR] [--plot F]
 
 Pin it (``taskset -c 1 ...``). Each truth (``TRUTHS``: a structure with fixed hyperparameters, on inputs
 x = 0.1, 0.2, ... in years-like units) is drawn once per seed at n + n / 5 equally spaced inputs, with Gaussian
@@ -14,6 +15,7 @@ last n / 5 are held out (an extrapolation, as in the ABCD paper's sec. 3.8.2). O
 
 * ``greedy``: our search (``inference.applications.structure_search.search``): base SE, RQ, Lin, Per, operators
   C.1-C.11, BIC, beam 1, ``--depth`` levels, ``--restarts`` per candidate, no early stop;
+* ``greedy-laplace``: the same search ranked by Laplace's log evidence (``score="laplace"``; BIC still recorded);
 * ``gpy-abcd``: GPy-ABCD 1.2.3's ``explore_model_space`` in its own venv with its ``Default`` start kernels and
   rules, ``rounds = depth - 1`` (its round 0 is our depth 1; as in ``benchmarks/abcd_vs_gpy_abcd.py``), BIC, beam 1,
   the same restarts, on the training part standardised by its mean and sd (our search standardises itself). Its
@@ -25,7 +27,8 @@ Recovered: the found structure equals the truth up to equivalence (``same_struct
 noise summands dropped as the likelihood's own noise, constants dropped as summands and factors, and GPy-ABCD's
 PER, the periodic kernel less its constant, read as Per). For every miss the truth's structure is refitted by our
 ML-II (``refit_truth``: one restart from the true hyperparameters, the rest jittered around them), so its BIC can be
-set beside the found kernel's: a miss whose found kernel has the higher BIC is the score's limit (the data do not
+set beside the found kernel's (for ``greedy-laplace`` its Laplace evidence too, from the refit's optimum, and the
+comparison is by that score): a miss whose found kernel has the higher BIC is the score's limit (the data do not
 single the truth out), a miss with the lower BIC is the search's: its optimiser's when the search fitted the truth's
 structure below the refit, its path's when the greedy path never reached the truth.
 Held-out: log p(y_test | y_train) of the held-out points jointly, in data units; the oracle is the true kernel and
@@ -49,8 +52,8 @@ from benchmarks.abcd_vs_gpy_abcd import to_zoo_expression
 from benchmarks.structure_smc import greedy_log_density
 from inference.applications.structure_search import Standardisation, search, smc_search
 from inference.applications.structure_search.bounds import PeriodBounds
-from inference.applications.structure_search.fit import FitFailure, fit_ml2
-from inference.applications.structure_search.scores import bic
+from inference.applications.structure_search.fit import FitFailure, fit_ml2, start_values
+from inference.applications.structure_search.scores import bic, laplace_log_evidence
 from inference.files.atomic import atomic_write_text
 from zoo import gp
 from zoo.errors import OptionError
@@ -71,7 +74,9 @@ from zoo.structure.canonical import key
 from zoo.structure.rescale import rescale_inputs, scale_output
 
 PEER = "gpy-abcd"
-METHODS = ("greedy", "gpy-abcd", "smc")
+METHODS = ("greedy", "greedy-laplace", "gpy-abcd", "smc")
+# The greedy searches and the score each ranks its candidates by (search(..., score=...)).
+GREEDY_SCORES = {"greedy": "bic", "greedy-laplace": "laplace"}
 SPACING = 0.1  # input spacing; n = 100 covers 10 units, so a period of 1.5 is seen ~7 times
 # The true structures (data units), depth 1 and 2 of our grammar; CP(SE, SE) is C.4 applied to SE.
 TRUTHS = {
@@ -175,9 +180,10 @@ def to_standardised(kernel, scale: Standardisation):
     return scale_output(rescale_inputs(kernel, -shift / sx, 1.0 / sx), 1.0 / scale.y_scale**2)
 
 
-def refit_truth(name: str, data: dict, restarts: int, seed: int) -> dict:
+def refit_truth(name: str, data: dict, restarts: int, seed: int, score: str = "bic") -> dict:
     """The true structure fitted by our ML-II on the standardised training data, chain 0 from the true
-    hyperparameters and noise, the others jittered around them, within the periodic bounds: log p and our BIC."""
+    hyperparameters and noise, the others jittered around them, within the periodic bounds: log p and our BIC, and
+    with ``score="laplace"`` Laplace's log evidence from that optimum (as the search scores a candidate)."""
     X, y = data["x"][:, None], data["y"]
     scale = Standardisation.of(X, y)
     Xs, ys = scale.inputs(X), scale.targets(y)
@@ -195,13 +201,28 @@ def refit_truth(name: str, data: dict, restarts: int, seed: int) -> dict:
     except FitFailure as err:
         return {"error": str(err)}
     k = num_params(fit.kernel, 1) + 1
-    return {"log_likelihood": fit.log_likelihood, "num_params": k, "bic": bic(fit.log_likelihood, k, len(y))}
+    out = {"log_likelihood": fit.log_likelihood, "num_params": k, "bic": bic(fit.log_likelihood, k, len(y))}
+    if score == "laplace":
+        init = start_values(fit.kernel, fit.noise)
+        # the fitted kernel in its own order, so that its site names are those of start_values
+        out["laplace"] = laplace_log_evidence(str(fit.kernel), Xs, ys, init, seed=seed)["log_evidence"]
+    return out
 
 
-def run_greedy(data: dict, depth: int, restarts: int, seed: int) -> dict:
+def run_greedy(data: dict, depth: int, restarts: int, seed: int, score: str = "bic") -> dict:
+    """Our greedy search ranked by ``score``; the row keeps the best's score and every fitted structure's under
+    that score's name (``bic``, ``trace_bic``; ``laplace``, ``trace_laplace``)."""
     t0 = time.perf_counter()
     result = search(
-        data["x"], data["y"], depth=depth, restarts=restarts, patience=depth, width=1, seed=seed, progress=_quiet
+        data["x"],
+        data["y"],
+        depth=depth,
+        restarts=restarts,
+        patience=depth,
+        width=1,
+        seed=seed,
+        score=score,
+        progress=_quiet,
     )
     return {
         "wall_s": time.perf_counter() - t0,
@@ -212,6 +233,8 @@ def run_greedy(data: dict, depth: int, restarts: int, seed: int) -> dict:
         "bic": result.best.bic,
         "log_density": greedy_log_density(result, data["x_test"], data["y_test"]),
         "trace_bic": {f.expression: f.bic for f in result.trace if f.ok},  # every structure it fitted
+        score: result.best.score,
+        f"trace_{score}": {f.expression: f.score for f in result.trace if f.ok},
     }
 
 
@@ -279,8 +302,8 @@ def run_cell(truth: str, seed: int, method: str, args, python: Path | None) -> d
     if path.is_file():
         return json.loads(path.read_text())
     data = simulate(truth, args.n, args.snr, seed)
-    if method == "greedy":
-        row = run_greedy(data, args.depth, args.restarts, seed)
+    if method in GREEDY_SCORES:
+        row = run_greedy(data, args.depth, args.restarts, seed, GREEDY_SCORES[method])
     elif method == "smc":
         row = run_smc(data, args.smc_particles, seed)
     else:
@@ -288,35 +311,38 @@ def run_cell(truth: str, seed: int, method: str, args, python: Path | None) -> d
     row |= {"truth": truth, "seed": seed, "method": method, "oracle_log_density": oracle_log_density(truth, data)}
     row["recovered"] = row["kernel"] is not None and same_structure(row["kernel"], truth)
     if not row["recovered"] and method != "smc":
-        row["truth_refit"] = refit_truth(truth, data, args.restarts, seed)
+        row["truth_refit"] = refit_truth(truth, data, args.restarts, seed, GREEDY_SCORES.get(method, "bic"))
     atomic_write_text(path, json.dumps(row))
     return row
 
 
 def verdict(row: dict) -> str:
-    """A miss's cause by BIC (ours, higher is better): the score's limit when the found kernel's BIC is at least the
-    refitted truth's; otherwise, for our greedy search, the optimiser's when the search fitted the truth's structure
-    (and scored it below the refit), its path's when the greedy path never reached it. GPy-ABCD's misses of a truth
+    """A miss's cause by the method's score (BIC, or Laplace's log evidence for ``greedy-laplace``; higher is better):
+    the score's limit when the found kernel's score is at least the refitted truth's; otherwise, for our greedy
+    search, the optimiser's when the search fitted the truth's structure (and scored it below the refit), its path's
+    when the greedy path never reached it. GPy-ABCD's misses of a truth
     with SE are its grammar's (it has no SE); its BIC counts every GPy parameter (each product factor keeps its
     variance), so on a miss its BIC is a little lower than ours would be for the same fit."""
     refit = row.get("truth_refit") or {}
+    score = GREEDY_SCORES.get(row.get("method"), "bic")
     if row["recovered"]:
         return "recovered"
     if row.get("method") == "gpy-abcd" and "SE" in str(row.get("truth")).replace("(", " ").replace(",", " ").split():
         return "miss: truth outside its grammar (no SE)"
-    if "bic" not in refit or row.get("bic") is None:
+    if score not in refit or row.get(score) is None:
         return "miss (no comparison)"
-    if row["bic"] >= refit["bic"]:
+    if row[score] >= refit[score]:
         return "miss: score's limit"
-    fitted = [b for k, b in (row.get("trace_bic") or {}).items() if same_structure(k, row["truth"])]
+    trace = row.get(f"trace_{score}")
+    fitted = [b for k, b in (trace or {}).items() if same_structure(k, row["truth"])]
     if fitted:
         return f"miss: optimiser's (the search's fit of the truth: {max(fitted):.2f})"
-    return "miss: search's path (the truth not among its candidates)" if "trace_bic" in row else "miss: search's"
+    return "miss: search's path (the truth not among its candidates)" if trace is not None else "miss: search's"
 
 
 def markdown(rows: list[dict]) -> str:
     """Per truth and method: recovered / runs, mean held-out log density minus the oracle's, mean wall; then every
-    miss with both BICs."""
+    miss with the method's score of the found kernel and of the refitted truth."""
     truths = list(dict.fromkeys(r["truth"] for r in rows))
     methods = [m for m in METHODS if any(r["method"] == m for r in rows)]
     head = "| truth | " + " | ".join(f"{m} recovered | {m} held-out - oracle | {m} wall (s)" for m in methods) + " |"
@@ -334,13 +360,13 @@ def markdown(rows: list[dict]) -> str:
     if misses:
         lines += [
             "",
-            "| truth | seed | method | found | its BIC | truth refit BIC | verdict |",
+            "| truth | seed | method | found | its score | truth refit's score | verdict |",
             "|---|---:|---|---|---:|---:|---|",
         ]
-        for r in misses:
-            refit = r.get("truth_refit") or {}
-            found_bic = "n/a" if r.get("bic") is None else f"{r['bic']:.2f}"
-            refit_bic = f"{refit['bic']:.2f}" if "bic" in refit else "n/a"
+        for r in misses:  # the method's score: BIC, Laplace's log evidence for greedy-laplace
+            refit, score = r.get("truth_refit") or {}, GREEDY_SCORES.get(r["method"], "bic")
+            found_bic = "n/a" if r.get(score) is None else f"{r[score]:.2f}"
+            refit_bic = f"{refit[score]:.2f}" if score in refit else "n/a"
             found = r["kernel"] if r["kernel"] else r.get("peer_kernel")
             lines.append(
                 f"| {r['truth']} | {r['seed']} | {r['method']} | {found} | {found_bic} | {refit_bic} | {verdict(r)} |"

@@ -113,3 +113,36 @@ def test_the_subset_option_applies_to_switching_candidates_of_long_series_only()
     assert step("C.1", 521, 200) == 1 and step("C.4", 521, None) == 1
     with pytest.raises(OptionError, match="subset must be at least 20"):
         search(np.arange(30.0), np.sin(np.arange(30.0)), subset=5)
+
+
+def test_greedy_laplace_is_the_greedy_search_ranked_by_laplace(monkeypatch, tmp_path):
+    """--methods greedy-laplace passes the argument check and runs search(..., score="laplace") (faked here), its
+    row keeps the best's Laplace evidence and a miss is judged by it against the refitted truth's."""
+    import argparse
+    import types
+
+    import benchmarks.structure_recovery as bench
+
+    calls = []
+    best = types.SimpleNamespace(expression="SE", log_likelihood=-5.0, num_params=3, bic=-9.0, score=-11.0)
+    fitted = types.SimpleNamespace(ok=True, expression="SE", bic=-9.0, score=-11.0)
+
+    def fake_search(x, y, **kw):
+        calls.append(kw)
+        return types.SimpleNamespace(best=best, trace=[fitted])
+
+    monkeypatch.setattr(bench, "search", fake_search)
+    monkeypatch.setattr(bench, "greedy_log_density", lambda *a: -3.0)
+    monkeypatch.setattr(bench, "oracle_log_density", lambda *a: -2.0)
+    args = argparse.Namespace(
+        truths=["SE"], seeds=[0], methods=["greedy-laplace"], n=20, snr=10.0, depth=2, restarts=3,
+        smc_particles=32, results=str(tmp_path),
+    )  # fmt: skip
+    bench.check_args(args)
+    row = bench.run_cell("SE", 0, "greedy-laplace", args, None)
+    assert [c["score"] for c in calls] == ["laplace"] and calls[0]["depth"] == 2 and calls[0]["restarts"] == 3
+    assert row["recovered"] and row["laplace"] == -11.0 and row["trace_laplace"] == {"SE": -11.0}
+    assert bench.run_cell("SE", 0, "greedy-laplace", args, None) == row and len(calls) == 1  # cached
+    miss = {**row, "recovered": False, "truth": "Per", "bic": 0.0, "truth_refit": {"bic": -1.0, "laplace": -10.0}}
+    assert verdict(miss).startswith("miss: search's path")  # Laplace -11 < -10 although BIC 0 > -1
+    assert verdict({**miss, "laplace": -9.0}) == "miss: score's limit"
