@@ -535,23 +535,16 @@ def tabulate(out: Path, regime: str, size: str) -> str:
     table = comparison_rows(scores, grid_rows, cfg, rhat)
     if size == "thesis":
         reduced = np.array([r["pgas_gmm"] for r in grid_rows if r["particles"] == 500 and r["samples"] == 500])
-        table.append(
-            {
-                "table": "size",
-                "method": "PGAS (gmm), Table 3.2's cell (10,000 particles, 1,000 samples) - the reduced run's "
-                "(500, 500)",
-                "published (one trajectory)": "",
-                "ours trajectory 0": _frac(scores["PGAS (gmm)"], reduced),
-            }
-        )
-        table.append(
-            {
-                "table": "size",
-                "method": "PGAS (gmm) at the reduced run's cell (500, 500) - IS-EP",
-                "published (one trajectory)": "",
-                "ours trajectory 0": _frac(reduced, scores["IS-EP"]),
-            }
-        )
+        size_rows = {
+            "PGAS (gmm), Table 3.2's cell (10,000 particles, 1,000 samples) - the reduced run's (500, 500)": _frac(
+                scores["PGAS (gmm)"], reduced
+            ),
+            "PGAS (gmm) at the reduced run's cell (500, 500) - IS-EP": _frac(reduced, scores["IS-EP"]),
+        }
+        table += [
+            {"table": "size", "method": method, "published (one trajectory)": "", "ours trajectory 0": value}
+            for method, value in size_rows.items()
+        ]
     walls = ", ".join(f"{k}: {done[k][1]:.0f}" for k in ks)
     text = __doc__ + f"\n\nRegime {regime}, size {size}: {cfg}.\nFinished trajectories {ks}; unit walls (s): {walls}."
     return write_comparison(out, [{"regime": regime, **r} for r in table], text)

@@ -11,7 +11,7 @@ import functools
 import jax
 import numpy as np
 
-__all__ = ["compiled_when_eager"]
+__all__ = ["compile_methods", "compiled_when_eager"]
 
 
 def _compilable(leaf) -> bool:
@@ -36,3 +36,12 @@ def compiled_when_eager(function=None, *, static_argnums: tuple[int, ...] = ()):
         return (compiled if all(map(_compilable, leaves)) else function)(*args, **kwargs)
 
     return call
+
+
+def compile_methods(cls, names: tuple[str, ...]) -> None:
+    """Wrap each of the methods ``names`` that ``cls`` itself defines by ``compiled_when_eager`` (for a base class's
+    ``__init_subclass__``, so that every subclass's own definitions are wrapped). ``self`` is an argument leaf:
+    the class must be a pytree."""
+    for name in names:
+        if name in cls.__dict__:
+            setattr(cls, name, compiled_when_eager(cls.__dict__[name]))

@@ -87,16 +87,18 @@ def fit_recording(
         s, losses = steps(s, every)
         return s, (snapshot, losses)
 
+    def appended(path, params):
+        return jax.tree.map(lambda p, v: jnp.concatenate([p, v[None]]), path, params)
+
     blocks, rest = divmod(num_steps, every)
     state, (path, losses) = jax.lax.scan(block, state, None, length=blocks)
     losses = losses.reshape(-1)
     if rest:
-        path = jax.tree.map(lambda p, v: jnp.concatenate([p, v[None]]), path, svi.get_params(state))
+        path = appended(path, svi.get_params(state))
         state, tail = steps(state, rest)
         losses = jnp.concatenate([losses, tail])
     final = svi.get_params(state)
-    path = jax.tree.map(lambda p, v: jnp.concatenate([p, v[None]]), path, final)
-    return final, losses, path
+    return final, losses, appended(path, final)
 
 
 def lbfgs(loss, z0: Any, max_steps: int, tol: float) -> tuple[Any, jax.Array, jax.Array]:

@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 import jax
 import jax.numpy as jnp
 
-from zoo.eager import compiled_when_eager
+from zoo.eager import compile_methods
 from zoo.errors import ZooError
 
 Array = Any
@@ -84,11 +84,8 @@ class Kernel:
         # structures of a search are many, each evaluated once, and a program per structure cost more than its
         # operations compiled one by one, which every structure shares (docs/performance.md#test-suite).
         super().__init_subclass__(**kwargs)
-        if cls.CHILDREN:
-            return
-        for name in ("__call__", "gram", "diag"):
-            if name in cls.__dict__:
-                setattr(cls, name, compiled_when_eager(cls.__dict__[name]))
+        if not cls.CHILDREN:
+            compile_methods(cls, ("__call__", "gram", "diag"))
 
     def __call__(self, X1: Array, X2: Array | None = None) -> Array:
         X1 = as_inputs(X1)

@@ -23,7 +23,7 @@ from numpyro import handlers
 from numpyro.distributions import constraints
 
 from zoo import gp, kernels
-from zoo.eager import compiled_when_eager
+from zoo.eager import compile_methods
 from zoo.kernels import Kernel, KernelError
 from zoo.registry import Dataset
 
@@ -65,9 +65,7 @@ class MultiOutputKernel:
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
-        for name in ("__call__", "gram", "stacked"):  # one program per kernel structure and shapes (zoo.eager)
-            if name in cls.__dict__:
-                setattr(cls, name, compiled_when_eager(cls.__dict__[name]))
+        compile_methods(cls, ("__call__", "gram", "stacked"))  # one program per kernel structure and shapes
 
     @property
     def num_outputs(self) -> int:
