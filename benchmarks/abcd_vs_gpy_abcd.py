@@ -5,6 +5,7 @@ Usage::
     python -m benchmarks.peers install gpy-abcd          # once: GPy-ABCD in its own venv (benchmarks/peers.py)
     python -m benchmarks.abcd_vs_gpy_abcd --depth 2 --restarts 3 [--side ours|theirs|both] [--results DIR]
         [--optimizer host-lbfgs|lbfgs] [--program shared|per-structure] [--processes 2]
+    python -m benchmarks.abcd_vs_gpy_abcd --side theirs --structure "PER * LIN + C" --restarts 10
 
 Pin it (``taskset -c 1 ...``). Each search runs in its own process: ours through this interpreter (with
 ``ZOO_JAX_CACHE_DIR=off``, so every candidate's compilation is in its time), GPy-ABCD's through the peer's
@@ -40,6 +41,10 @@ better, k = ``model._size_transformed()``: every free GPy parameter, so the nois
 a product keeps its own variance. The table shows both on GPy-ABCD's -2 log scale (ours as -2 x our BIC), and
 GPy-ABCD's final structure refitted by our ``ml2`` and scored by our BIC, the number directly comparable with ours.
 
+``--structure EXPR`` (side ``theirs``): no search; GPy fits that one structure (GPy-ABCD's notation) as GPy-ABCD fits
+a candidate, with ``--restarts`` restarts, and the same checks of it under our code follow, one more among them: our
+ML-II from GPy's optimum within our search's period bounds (a period longer than half the series is outside them).
+
 Why a refit differs from GPy's own value (docs/performance.md#gpy-abcd-refit): the GPy side also prints its fitted
 kernel's tree and parameter values, mapped to our kernels (``gpy_kernel``: LIN is our Lin with the intercept at 0,
 PER our ZPer, C our C), and four more rows check them: our log p at exactly GPy's parameters (equal to GPy's value
@@ -48,6 +53,7 @@ when the kernels are the same functions), our ML-II started at GPy's optimum wit
 """
 
 import argparse
+import hashlib
 import json
 import os
 import re
@@ -70,7 +76,7 @@ from inference.files.atomic import atomic_write_text
 from zoo.data import tsdl
 from zoo.errors import OptionError
 from zoo.kernels import num_params, parse, with_values
-from zoo.kernels.base import Constant, Product, Sum
+from zoo.kernels.base import Constant, KernelError, Product, Sum
 from zoo.kernels.nonstationary import Changepoint, ChangeWindow, Linear
 from zoo.kernels.priors import site_names
 from zoo.kernels.stationary import White, ZeroMeanPeriodic
@@ -82,21 +88,25 @@ SIDES = ("ours", "theirs", "both")
 PEER_GRAMMARS = ("default", "original")
 OPTIMIZERS = ("host-lbfgs", "lbfgs")
 
-# Runs inside the peer's venv: argv[1] a JSON file {x, y, depth, restarts, seed, grammar}; prints one JSON line.
+# Runs inside the peer's venv: argv[1] a JSON file {x, y, depth, restarts, seed, grammar, structure}; prints one JSON
+# line. Without a structure GPy-ABCD's search runs; with one (GPy-ABCD's notation, e.g. ``PER * LIN + C``) only that
+# structure is fitted, exactly as GPy-ABCD's search fits a candidate: the text evaluated into its kernel expressions
+# (SumKE, ProductKE, ChangeKE, so its own simplification and product variances apply) and ``GPModel.fit``
+# (GPy's ``optimize_restarts`` with L-BFGS-B: the first run from GPy's initial values, each other after ``randomize``).
 GPY_ABCD_SCRIPT = r"""
 import contextlib, json, sys, time, warnings
 t_import = time.perf_counter()
 import numpy as np
+import GPy
 import GPy_ABCD
 from GPy_ABCD import BIC, explore_model_space, fit_mods_not_parallel, production_rules, start_kernels
+from GPy_ABCD.KernelExpressions.all import ChangeKE, ProductKE, SumKE
+from GPy_ABCD.Models.model import GPModel
 from GPy_ABCD.Models.modelSearch import fit_mods_parallel_processes
 import_s = time.perf_counter() - t_import
 cfg = json.load(open(sys.argv[1]))
 X, Y = np.asarray(cfg["x"], float)[:, None], np.asarray(cfg["y"], float)[:, None]
-name = {"default": "Default", "original": "Original_ABCD"}[cfg["grammar"]]
-rounds = cfg["depth"] - 1 if cfg["grammar"] == "default" else cfg["depth"]
 np.random.seed(cfg["seed"])
-fitter = fit_mods_not_parallel if cfg.get("processes", 1) == 1 else fit_mods_parallel_processes
 warnings.simplefilter("ignore")
 t0 = time.perf_counter()
 
@@ -111,17 +121,7 @@ class Stamped:  # its verbose log, one line per round, on stderr with the second
         sys.stderr.flush()
 
 
-with contextlib.redirect_stdout(Stamped()):
-    sorted_models, tested, *_ = explore_model_space(
-        X, Y, start_kernels=start_kernels[name], p_rules=production_rules[name], utility_function=BIC, rounds=rounds,
-        beam=1, restarts=cfg["restarts"], model_list_fitter=fitter, optimiser="lbfgsb", verbose=True,
-    )
-wall_s = time.perf_counter() - t0
-best = sorted_models[0]
-
-
 def tree(kern):  # the fitted GPy kernel: sums and products of leaves, each leaf its class and parameter values
-    import GPy
     if isinstance(kern, (GPy.kern.Add, GPy.kern.Prod)):
         op = "sum" if isinstance(kern, GPy.kern.Add) else "product"
         return {"op": op, "parts": [tree(part) for part in kern.parts]}
@@ -131,23 +131,65 @@ def tree(kern):  # the fitted GPy kernel: sums and products of leaves, each leaf
             "params": {n: np.asarray(getattr(kern, n)).tolist() for n in names if hasattr(kern, n)}}
 
 
-try:
-    sum_of_products = str(best.sum_of_prods_kex)
-except Exception as err:  # its parameter read-back fails on some kernels; the structure is still kernel_expression
-    sum_of_products = f"n/a ({type(err).__name__})"
-print(json.dumps({
-    "version": GPy_ABCD.__version__, "import_s": import_s, "wall_s": wall_s,
-    "fits": sum(len(level) for level in tested), "fits_per_level": [len(level) for level in tested],
-    "kernel": str(best.kernel_expression), "sum_of_products": sum_of_products,
-    "log_likelihood": float(best._ll()), "num_params": int(best._k()), "n": int(best._n()),
-    "bic": float(best.cached_utility_function), "rounds": rounds, "grammar": name,
-    "gpy_kernel": tree(best.model.kern), "gpy_noise": float(best.model.Gaussian_noise.variance.values[0]),
-    "gpy_parameters": dict(zip(best.model.parameter_names_flat().tolist(), best.model.param_array.tolist())),
-}))
+def fitted(model):  # what both modes report of the fitted GPy model
+    return {"gpy_kernel": tree(model.kern), "gpy_noise": float(model.Gaussian_noise.variance.values[0]),
+            "gpy_parameters": dict(zip(model.parameter_names_flat().tolist(), model.param_array.tolist()))}
+
+
+class Term:  # the structure text evaluated into GPy-ABCD's kernel expressions
+    def __init__(self, kex):
+        self.kex = kex
+
+    def parts(self):  # (base terms, composite terms)
+        return ([self.kex], []) if isinstance(self.kex, str) else ([], [self.kex])
+
+    def __add__(self, other):
+        return Term(SumKE(self.parts()[0] + other.parts()[0], self.parts()[1] + other.parts()[1]))
+
+    def __mul__(self, other):
+        return Term(ProductKE(self.parts()[0] + other.parts()[0], self.parts()[1] + other.parts()[1]))
+
+
+if cfg.get("structure"):
+    names = {name: Term(name) for name in ("C", "LIN", "PER", "SE", "WN")}
+    names |= {op: (lambda a, b, op=op: Term(ChangeKE(op, a.kex, b.kex))) for op in ("CP", "CW")}
+    kex = eval(cfg["structure"], {"__builtins__": {}}, names).kex
+    kex = (SumKE([kex]) if isinstance(kex, str) else kex)._initialise()
+    candidate = GPModel(X, Y, kex).fit(cfg["restarts"], "lbfgsb", robust=True)
+    candidate.compute_utility(BIC)
+    model = candidate.model
+    result = {"kernel": str(candidate.kernel_expression), "log_likelihood": float(candidate._ll()),
+              "num_params": int(candidate._k()), "n": int(candidate._n()),
+              "bic": float(candidate.cached_utility_function), "fits": len(model.optimization_runs),
+              "restart_log_likelihoods": [-float(run.f_opt) for run in model.optimization_runs]}
+else:
+    name = {"default": "Default", "original": "Original_ABCD"}[cfg["grammar"]]
+    rounds = cfg["depth"] - 1 if cfg["grammar"] == "default" else cfg["depth"]
+    fitter = fit_mods_not_parallel if cfg.get("processes", 1) == 1 else fit_mods_parallel_processes
+    with contextlib.redirect_stdout(Stamped()):
+        sorted_models, tested, *_ = explore_model_space(
+            X, Y, start_kernels=start_kernels[name], p_rules=production_rules[name], utility_function=BIC,
+            rounds=rounds, beam=1, restarts=cfg["restarts"], model_list_fitter=fitter, optimiser="lbfgsb",
+            verbose=True,
+        )
+    best = sorted_models[0]
+    try:
+        sum_of_products = str(best.sum_of_prods_kex)
+    except Exception as err:  # its parameter read-back fails on some kernels; the structure is still kernel_expression
+        sum_of_products = f"n/a ({type(err).__name__})"
+    model = best.model
+    result = {"fits": sum(len(level) for level in tested), "fits_per_level": [len(level) for level in tested],
+              "kernel": str(best.kernel_expression), "sum_of_products": sum_of_products,
+              "log_likelihood": float(best._ll()), "num_params": int(best._k()), "n": int(best._n()),
+              "bic": float(best.cached_utility_function), "rounds": rounds, "grammar": name}
+wall_s = time.perf_counter() - t0
+print(json.dumps({"version": GPy_ABCD.__version__, "import_s": import_s, "wall_s": wall_s} | result | fitted(model)))
 """
 
 
-def check_options(depth, restarts, side: str = "both", grammar: str = "default", processes: int = 1) -> None:
+def check_options(
+    depth, restarts, side: str = "both", grammar: str = "default", processes: int = 1, structure: str | None = None
+) -> None:
     """An ``OptionError`` for settings no search can run with (before any data is read or anything compiled)."""
     for label, value, top in (
         ("depth", depth, MAX_DEPTH),
@@ -161,6 +203,15 @@ def check_options(depth, restarts, side: str = "both", grammar: str = "default",
         raise OptionError(f"side must be one of {SIDES}, got {side!r}.")
     if grammar not in PEER_GRAMMARS:
         raise OptionError(f"peer grammar must be one of {PEER_GRAMMARS}, got {grammar!r}.")
+    if structure is not None:
+        if side != "theirs":
+            raise OptionError(f"--structure fits one structure in GPy (side 'theirs'), got side {side!r}.")
+        if not re.fullmatch(r"[A-Za-z+*(), ]+", structure):  # the peer evaluates it: names, + * ( ) , only
+            raise OptionError(f"structure {structure!r}: only kernel names, +, *, parentheses and commas.")
+        try:
+            parse(to_zoo_expression(structure))
+        except KernelError as err:
+            raise OptionError(f"structure {structure!r}: {err}") from None
 
 
 def standardised_series(name: str = SERIES) -> tuple[np.ndarray, np.ndarray]:
@@ -356,8 +407,11 @@ def at_gpy_parameters(theirs: dict, x: np.ndarray, y: np.ndarray) -> dict:
 NO_INTERCEPT = 1e-8  # our Lin's offset held here for GPy's model: offset^2 = 1e-16 of Var(y), no effect on log p
 
 
-def from_gpy_point(theirs: dict, x: np.ndarray, y: np.ndarray, intercepts: bool, optimizer: str) -> dict:
-    """Our ML-II of GPy-ABCD's structure started exactly at GPy's optimum (one restart, no bounds: GPy has none).
+def from_gpy_point(
+    theirs: dict, x: np.ndarray, y: np.ndarray, intercepts: bool, optimizer: str, bounded: bool = False
+) -> dict:
+    """Our ML-II of GPy-ABCD's structure started exactly at GPy's optimum (one restart; no bounds, as GPy has none,
+    unless ``bounded``: then a period outside our search's admissible region is projected back, ``bounds.py``).
     ``intercepts`` False: every Lin's intercept (our ``offset``) held at ``NO_INTERCEPT`` (its site's support
     excludes 0), so the model is GPy's own; True: free, started at 0.1 (offset^2 = 0.01 of Var(y): a start near 0 has
     almost no gradient in the log-offset)."""
@@ -365,11 +419,17 @@ def from_gpy_point(theirs: dict, x: np.ndarray, y: np.ndarray, intercepts: bool,
     names = intercept_sites(kernel)
     start = with_values(kernel, {name: 0.1 for name in names}, 1) if intercepts else kernel
     fixed = None if intercepts else {name: NO_INTERCEPT for name in names}
-    fit = fit_ml2(start, x[:, None], y, theirs["gpy_noise"], 1, 0.0, 1000, 0, optimizer=optimizer, fixed=fixed)
-    k = num_params(fit.kernel, 1) + 1 - (0 if intercepts else len(names))
+    bounds = PeriodBounds.of(x[:, None]) if bounded else None
+    k = num_params(kernel, 1) + 1 - (0 if intercepts else len(names))
+    try:
+        fit = fit_ml2(start, x[:, None], y, theirs["gpy_noise"], 1, 0.0, 1000, 0, bounds, optimizer=optimizer,
+                      fixed=fixed)  # fmt: skip
+    except FitFailure as err:  # e.g. a GPy variance at 5e-309, whose log our sites cannot start from
+        return {"kernel": str(start), "log_likelihood": float("nan"), "num_params": k, "bic": float("nan"),
+                "error": str(err)}  # fmt: skip
     return {"kernel": str(fit.kernel), "log_likelihood": fit.log_likelihood, "num_params": k,
             "bic": bic(fit.log_likelihood, k, len(y)), "iterations": fit.iterations[0],
-            "hyperparameters": _values(fit.kernel), "noise": fit.noise}  # fmt: skip
+            "hyperparameters": _values(fit.kernel), "noise": fit.noise, "projected": fit.projected[0]}  # fmt: skip
 
 
 def data_scaled(kernel, factory):
@@ -419,13 +479,15 @@ def table_rows(ours: dict | None, theirs: dict | None, refit: dict | None) -> li
 
 def diagnostics(theirs: dict, x: np.ndarray, y: np.ndarray, restarts: int, seed: int, optimizer: str) -> list:
     """(label, row) of the checks of GPy-ABCD's final kernel under our code (docs/performance.md#gpy-abcd-refit):
-    our log p at GPy's parameters, our ML-II from GPy's optimum without and with Lin intercepts, and our random-start
-    refit without them (GPy's model)."""
+    our log p at GPy's parameters, our ML-II from GPy's optimum without and with Lin intercepts and within our
+    search's period bounds, and our random-start refit without intercepts (GPy's model)."""
     expression = to_zoo_expression(theirs["kernel"])
     return [
         ("GPy-ABCD's kernel at GPy's parameters, our log p", at_gpy_parameters(theirs, x, y)),
         ("our ML-II from GPy's point, no Lin intercept", from_gpy_point(theirs, x, y, False, optimizer)),
         ("our ML-II from GPy's point, Lin intercepts free", from_gpy_point(theirs, x, y, True, optimizer)),
+        ("our ML-II from GPy's point within our period bounds, no Lin intercept",
+         from_gpy_point(theirs, x, y, False, optimizer, bounded=True)),
         ("GPy-ABCD's kernel, our fit, no Lin intercept",
          refit_ours(expression, x, y, restarts, seed, optimizer=optimizer, intercepts=False)),
     ]  # fmt: skip
@@ -450,6 +512,9 @@ def markdown(ours: dict | None, theirs: dict | None, refit: dict | None) -> str:
 
 
 def _result_path(results: Path, side: str, args) -> Path:
+    if args.structure is not None:  # one structure fitted, not a search
+        tag = hashlib.sha256(args.structure.encode()).hexdigest()[:8]
+        return results / f"{side}_structure-{tag}_restarts{args.restarts}_seed{args.seed}.json"
     grammar = f"_{args.optimizer}_{args.program}" if side == "ours" else f"_{args.peer_grammar}"
     processes = f"_processes{args.processes}" if args.processes > 1 else ""
     return results / f"{side}_depth{args.depth}_restarts{args.restarts}_seed{args.seed}{grammar}{processes}.json"
@@ -462,7 +527,7 @@ def _load(path: Path) -> dict | None:
 def compare(args) -> str:
     """Run the requested sides (each in its own process), keep their JSON in ``args.results``, refit GPy-ABCD's
     final structure by our ML-II once both are there, and return the Markdown table."""
-    check_options(args.depth, args.restarts, args.side, args.peer_grammar, args.processes)
+    check_options(args.depth, args.restarts, args.side, args.peer_grammar, args.processes, args.structure)
     python = peers.peer_python(PEER) if args.side in ("theirs", "both") else None  # PeerMissing before any work
     x, y = standardised_series()
     cfg = {
@@ -475,6 +540,7 @@ def compare(args) -> str:
         "optimizer": args.optimizer,
         "program": args.program,
         "processes": args.processes,
+        "structure": args.structure,
     }
     results = Path(args.results)
     results.mkdir(parents=True, exist_ok=True)
@@ -501,8 +567,9 @@ def compare(args) -> str:
                 print(f"no check at GPy's parameters: {err}", file=sys.stderr)
             else:
                 atomic_write_text(refit_path, json.dumps(refit))
+    searched = f"GPy fits {args.structure!r} only" if args.structure else f"depth {args.depth}"
     title = (
-        f"{SERIES} training split (n = {len(y)}, standardised), depth {args.depth}, {args.restarts} restarts per "
+        f"{SERIES} training split (n = {len(y)}, standardised), {searched}, {args.restarts} restarts per "
         f"candidate, beam 1, seed {args.seed}; our optimizer {args.optimizer!r}, program {args.program!r}; "
         f"GPy-ABCD grammar {args.peer_grammar!r}; {args.processes} process(es) per search"
     )
@@ -523,6 +590,9 @@ def main(argv=None) -> int:
     parser.add_argument("--results", default="bench_results/abcd_vs_gpy_abcd", help="where each side's JSON is kept")
     parser.add_argument(
         "--processes", type=int, default=1, help="fit a round's candidates on this many processes (both sides)"
+    )
+    parser.add_argument(
+        "--structure", help="fit only this structure in GPy (GPy-ABCD notation, e.g. 'PER * LIN + C'; side theirs)"
     )
     parser.add_argument("--no-refit", action="store_true", help="skip refitting GPy-ABCD's structure by our ML-II")
     parser.add_argument("--worker", help=argparse.SUPPRESS)

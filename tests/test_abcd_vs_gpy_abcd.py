@@ -29,6 +29,20 @@ def test_bad_options_are_refused(kwargs):
         bench.check_options(**options)
 
 
+@pytest.mark.parametrize(
+    "side, structure, match",
+    [
+        ("both", "PER + C", "side 'theirs'"),
+        ("theirs", "PER + __import__('os')", "only kernel names"),
+        ("theirs", "PER + ", "expected 'name'"),
+        ("theirs", "SIr * LIN", "SIr"),
+    ],
+)
+def test_a_bad_structure_is_refused(side, structure, match):
+    with pytest.raises(OptionError, match=match):
+        bench.check_options(2, 3, side, structure=structure)
+
+
 def test_bad_depth_exits_with_a_message_before_any_work(tmp_path, capsys):
     assert bench.main(["--depth", "0", "--results", str(tmp_path / "r")]) == 2
     assert "depth must be" in capsys.readouterr().err
