@@ -270,3 +270,17 @@ def test_zoo_reference_says_why_in_one_line(capsys):
     assert error.startswith("zoo: error: engine 'mala' cannot make a reference") and "\n" not in error
     assert zoo_cli.main(["reference", "gp/poisson", "--size", "n=7", "--export", "unused"]) == 2
     assert "zoo reference gp/poisson --size n=7" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("ref", [r for r in STORED if "prepared_data" in r.provenance], ids=lambda r: r.id)
+def test_a_stored_references_prepared_data_are_what_run_prepares(ref):
+    """(slow: an AR1-GP fit.) A sparse GP-SSM's reference records the pseudo-inputs ``inference.run``'s preparation
+    chose (docs/gym.md#gpssm-references); the same step on the same simulated data must choose them again, else the
+    benchmark's runs would target another posterior."""
+    from inference.applications import ar1
+
+    spec = zoo.get(ref.model, **ref.model_options)
+    prepared = ar1.prepare(spec, spec.simulate(jax.random.key(ref.data_seed), **ref.size))
+    for name, value in ref.provenance["prepared_data"].items():
+        np.testing.assert_allclose(np.asarray(prepared.observed[name]), np.asarray(value), rtol=1e-8, atol=1e-10)
