@@ -32,12 +32,16 @@ comparison is by that score): a miss whose found kernel has the higher BIC is th
 single the truth out), a miss with the lower BIC is the search's: its optimiser's when the search fitted the truth's
 structure below the refit, its path's when the greedy path never reached the truth.
 Held-out: log p(y_test | y_train) of the held-out points jointly, in data units; the oracle is the true kernel and
-noise. Every (truth, seed, method) row is kept as JSON in ``--results`` and reused by a rerun with the same settings.
+noise. Each row also keeps the fraction of held-out points inside the central 95 % band of the pointwise predictive
+(``inside_95``; SMC: of the mixture) and the process CPU seconds (``cpu_s``: the search and its forecast; ``wall_s``
+is the search's alone). Every (truth, seed, method) row is kept as JSON in ``--results`` and reused by a rerun with
+the same settings. ``run_method`` is the dispatch that ``benchmarks/structure_smc.py`` (real series) shares.
 """
 
 import argparse
 import json
 import math
+import os
 import subprocess
 import sys
 import tempfile
@@ -46,14 +50,15 @@ from pathlib import Path
 
 import jax.numpy as jnp
 import numpy as np
+from jax.scipy.stats import norm
 
 from benchmarks import peers
 from benchmarks.abcd_vs_gpy_abcd import to_zoo_expression
-from benchmarks.structure_smc import greedy_log_density
 from inference.applications.structure_search import Standardisation, search, smc_search
 from inference.applications.structure_search.bounds import PeriodBounds
 from inference.applications.structure_search.fit import FitFailure, fit_ml2, start_values
 from inference.applications.structure_search.scores import bic, laplace_log_evidence
+from inference.applications.structure_search.smc import SMC_DEFAULTS
 from inference.files.atomic import atomic_write_text
 from zoo import gp
 from zoo.errors import OptionError
@@ -209,6 +214,29 @@ def refit_truth(name: str, data: dict, restarts: int, seed: int, score: str = "b
     return out
 
 
+def greedy_log_density(result, x_test: np.ndarray, y_test: np.ndarray) -> float:
+    """log N(y_test | m, S + noise I) of the best kernel's GP predictive, the held-out points jointly (data units)."""
+    X, Xt = jnp.asarray(result.X), jnp.asarray(x_test[:, None])
+    post = gp.predict(result.kernel, X, jnp.asarray(result.y - result.mean), result.noise, Xt, full_cov=True)
+    r = jnp.asarray(y_test - result.mean) - post.mean
+    return float(gp.gaussian_log_evidence(r, post.cov + result.noise * jnp.eye(len(y_test)))[0])
+
+
+def greedy_predictive_cdf(result, x_test: np.ndarray, y_test: np.ndarray) -> np.ndarray:
+    """P(Y_j <= y_test[j] | y_train) (m,) under the best kernel's pointwise predictive N(m_j, v_j + noise)."""
+    X, Xt = jnp.asarray(result.X), jnp.asarray(x_test[:, None])
+    post = gp.predict(result.kernel, X, jnp.asarray(result.y - result.mean), result.noise, Xt, full_cov=False)
+    sd = jnp.sqrt(jnp.maximum(post.cov, 0.0) + result.noise)
+    return np.asarray(norm.cdf((jnp.asarray(y_test - result.mean) - post.mean) / sd))
+
+
+def inside_band(cdf: np.ndarray, level: float = 0.95) -> float:
+    """The fraction of held-out points inside the central ``level`` predictive band, from their predictive CDF
+    values (the probability integral transform): (1 - level) / 2 <= cdf <= (1 + level) / 2."""
+    cdf = np.asarray(cdf)
+    return float(np.mean((cdf >= (1 - level) / 2) & (cdf <= (1 + level) / 2)))
+
+
 def run_greedy(data: dict, depth: int, restarts: int, seed: int, score: str = "bic") -> dict:
     """Our greedy search ranked by ``score``; the row keeps the best's score and every fitted structure's under
     that score's name (``bic``, ``trace_bic``; ``laplace``, ``trace_laplace``)."""
@@ -232,21 +260,30 @@ def run_greedy(data: dict, depth: int, restarts: int, seed: int, score: str = "b
         "num_params": result.best.num_params,
         "bic": result.best.bic,
         "log_density": greedy_log_density(result, data["x_test"], data["y_test"]),
+        "inside_95": inside_band(greedy_predictive_cdf(result, data["x_test"], data["y_test"])),
         "trace_bic": {f.expression: f.bic for f in result.trace if f.ok},  # every structure it fitted
         score: result.best.score,
         f"trace_{score}": {f.expression: f.score for f in result.trace if f.ok},
     }
 
 
-def run_smc(data: dict, particles: int, seed: int) -> dict:
+def run_smc(data: dict, particles: int, seed: int, steps: int = SMC_DEFAULTS["steps"]) -> dict:
+    """SMC over structures (``smc_search``'s defaults but ``particles`` and ``steps``): the most probable structure,
+    the posterior mass of the five most probable, the log evidence (data units, and ``log_evidence_std`` of the
+    standardised series) and the particles' mixture forecast."""
     t0 = time.perf_counter()
-    result = smc_search(data["x"], data["y"], seed=seed, particles=particles, progress=_quiet)
+    result = smc_search(data["x"], data["y"], seed=seed, particles=particles, steps=steps, progress=_quiet)
+    x_test = data["x_test"][:, None]
     return {
         "wall_s": time.perf_counter() - t0,
         "kernel": result.best.expression,
         "posterior_of_best": next(iter(result.posterior().values())),
+        "posterior_top": dict(list(result.posterior().items())[:5]),
         "log_evidence": result.log_evidence_data_units,
-        "log_density": result.log_predictive_density(data["x_test"][:, None], data["y_test"]),
+        "log_evidence_std": result.log_evidence,
+        "final_ess": result.steps[-1]["ess"],
+        "log_density": result.log_predictive_density(x_test, data["y_test"]),
+        "inside_95": inside_band(result.predictive_cdf(x_test, data["y_test"])),
     }
 
 
@@ -296,18 +333,45 @@ def _row_path(results: Path, truth: str, seed: int, method: str, args) -> Path:
     return results / f"{tag}_seed{seed}_{method}_{size}{extra}.json"
 
 
+def _cpu_s() -> float:
+    """Process CPU seconds so far, this process's threads and its waited-for children (GPy-ABCD's interpreter)."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+def run_method(
+    method: str,
+    data: dict,
+    depth: int,
+    restarts: int,
+    seed: int,
+    smc_particles: int,
+    smc_steps: int = SMC_DEFAULTS["steps"],
+    python: Path | None = None,
+) -> dict:
+    """One search of ``method`` (``METHODS``) on ``data`` (x, y training, x_test, y_test held out; data units): its
+    row (``run_greedy``, ``run_smc`` or ``run_gpy_abcd``) with the process CPU seconds it took (``cpu_s``) beside
+    its wall time. The simulated series here and the real ones of ``benchmarks/structure_smc.py`` both run through
+    it."""
+    cpu = _cpu_s()
+    if method in GREEDY_SCORES:
+        row = run_greedy(data, depth, restarts, seed, GREEDY_SCORES[method])
+    elif method == "smc":
+        row = run_smc(data, smc_particles, seed, smc_steps)
+    elif method == "gpy-abcd":
+        row = run_gpy_abcd(data, depth, restarts, seed, python)
+    else:
+        raise OptionError(f"unknown method {method!r}; methods: {list(METHODS)}.")
+    return row | {"cpu_s": _cpu_s() - cpu}
+
+
 def run_cell(truth: str, seed: int, method: str, args, python: Path | None) -> dict:
     """One (truth, seed, method): its JSON row, computed or read back."""
     path = _row_path(Path(args.results), truth, seed, method, args)
     if path.is_file():
         return json.loads(path.read_text())
     data = simulate(truth, args.n, args.snr, seed)
-    if method in GREEDY_SCORES:
-        row = run_greedy(data, args.depth, args.restarts, seed, GREEDY_SCORES[method])
-    elif method == "smc":
-        row = run_smc(data, args.smc_particles, seed)
-    else:
-        row = run_gpy_abcd(data, args.depth, args.restarts, seed, python)
+    row = run_method(method, data, args.depth, args.restarts, seed, args.smc_particles, python=python)
     row |= {"truth": truth, "seed": seed, "method": method, "oracle_log_density": oracle_log_density(truth, data)}
     row["recovered"] = row["kernel"] is not None and same_structure(row["kernel"], truth)
     if not row["recovered"] and method != "smc":

@@ -133,6 +133,7 @@ def test_greedy_laplace_is_the_greedy_search_ranked_by_laplace(monkeypatch, tmp_
 
     monkeypatch.setattr(bench, "search", fake_search)
     monkeypatch.setattr(bench, "greedy_log_density", lambda *a: -3.0)
+    monkeypatch.setattr(bench, "greedy_predictive_cdf", lambda *a: np.full(4, 0.5))
     monkeypatch.setattr(bench, "oracle_log_density", lambda *a: -2.0)
     args = argparse.Namespace(
         truths=["SE"], seeds=[0], methods=["greedy-laplace"], n=20, snr=10.0, depth=2, restarts=3,
@@ -142,6 +143,7 @@ def test_greedy_laplace_is_the_greedy_search_ranked_by_laplace(monkeypatch, tmp_
     row = bench.run_cell("SE", 0, "greedy-laplace", args, None)
     assert [c["score"] for c in calls] == ["laplace"] and calls[0]["depth"] == 2 and calls[0]["restarts"] == 3
     assert row["recovered"] and row["laplace"] == -11.0 and row["trace_laplace"] == {"SE": -11.0}
+    assert row["inside_95"] == 1.0 and row["cpu_s"] >= 0
     assert bench.run_cell("SE", 0, "greedy-laplace", args, None) == row and len(calls) == 1  # cached
     miss = {**row, "recovered": False, "truth": "Per", "bic": 0.0, "truth_refit": {"bic": -1.0, "laplace": -10.0}}
     assert verdict(miss).startswith("miss: search's path")  # Laplace -11 < -10 although BIC 0 > -1
