@@ -4,14 +4,17 @@ from each structure: recovery rate and held-out log density (docs/performance.md
 Usage::
 
     python -m benchmarks.peers install gpy-abcd          # once: GPy-ABCD in its own venv (benchmarks/peers.py)
-    python -m benchmarks.structure_recovery [--truths SE,Per,...] [--seeds 0,1] [--n 100] [--snr 10]
-        [--depth 2] [--restarts 3] [--methods greedy,greedy-laplace,gpy-abcd,smc] [--smc-particles 32]
-        [--results DIR] [--plot F]
+    python -m benchmarks.structure_recovery [--truths SE,Per,d3.0,...] [--drawn K] [--seeds 0,1] [--n 50,100]
+        [--snr 3,10,30] [--depth 2] [--restarts 3] [--methods greedy,greedy-laplace,gpy-abcd,smc]
+        [--smc-particles 32] [--results DIR] [--plot F]
 
-Pin it (``taskset -c 1 ...``). Each truth (``TRUTHS``: a structure with fixed hyperparameters, on inputs
-x = 0.1, 0.2, ... in years-like units) is drawn once per seed at n + n / 5 equally spaced inputs, with Gaussian
-noise of variance (mean prior variance of the signal on the training inputs) / snr; the first n points train, the
-last n / 5 are held out (an extrapolation, as in the ABCD paper's sec. 3.8.2). On the training part:
+Pin it (``taskset -c 1 ...``). The truths: ``TRUTHS`` (structures of depth 1 and 2 with hand-set hyperparameters)
+and, with ``--drawn K``, K structures at each depth 1..``--depth`` drawn from the grammar (``draw_truth``: distinct
+bases SE, Lin, Per joined by + and x; named ``d<depth>.<index>``), on inputs x = 0.1, 0.2, ... in years-like units.
+Each truth is drawn once per seed, length n and signal-to-noise ratio (every pair of the ``--n`` and ``--snr``
+lists) at n + n / 5 equally spaced inputs, with Gaussian noise of variance (mean prior variance of the signal on
+the training inputs) / snr; the first n points train, the last n / 5 are held out (an extrapolation, as in the ABCD
+paper's sec. 3.8.2). On the training part:
 
 * ``greedy``: our search (``inference.applications.structure_search.search``): base SE, RQ, Lin, Per, operators
   C.1-C.11, BIC, beam 1, ``--depth`` levels, ``--restarts`` per candidate, no early stop;
@@ -34,14 +37,16 @@ structure below the refit, its path's when the greedy path never reached the tru
 Held-out: log p(y_test | y_train) of the held-out points jointly, in data units; the oracle is the true kernel and
 noise. Each row also keeps the fraction of held-out points inside the central 95 % band of the pointwise predictive
 (``inside_95``; SMC: of the mixture) and the process CPU seconds (``cpu_s``: the search and its forecast; ``wall_s``
-is the search's alone). Every (truth, seed, method) row is kept as JSON in ``--results`` and reused by a rerun with
-the same settings. ``run_method`` is the dispatch that ``benchmarks/structure_smc.py`` (real series) shares.
+is the search's alone). Every (truth, n, snr, seed, method) row is kept as JSON in ``--results`` and reused by a
+rerun with the same settings. The report: recovery by the truth's depth, length and ratio, then per truth, then
+every miss. ``run_method`` is the dispatch that ``benchmarks/structure_smc.py`` (real series) shares.
 """
 
 import argparse
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -74,8 +79,11 @@ from zoo.kernels import (
     ZeroMeanPeriodic,
     num_params,
     parse,
+    site_names,
+    with_values,
 )
 from zoo.structure.canonical import key
+from zoo.structure.grammar import Grammar, expand
 from zoo.structure.rescale import rescale_inputs, scale_output
 
 PEER = "gpy-abcd"
@@ -97,6 +105,78 @@ TRUTHS = {
         width=0.2,
     ),
 }
+# Truths drawn from the grammar (``draw_truth``): from a base kernel, each further level one random expansion by +
+# or x (operators C.1, C.2) that brings in a base type not yet present, so a depth-d truth has d distinct bases.
+# RQ is left out of the draws (it contains SE as alpha -> infinity, so "recovered" would be ambiguous).
+DRAWN_GRAMMAR = Grammar(base=("SE", "Lin", "Per"), operators=("C.1", "C.2"))
+# Hyperparameters of drawn truths, uniform (log-uniform for lengthscales and Lin's variance) in data units: spacing
+# 0.1, n = 100 spans 10 units; periods seen 5-12 times on 10 units and at least twice on 5 (n = 50, the search's
+# period bound); Lin's slope sd 0.14-0.32 per unit around a location inside the series.
+DRAWN_RANGES = {
+    ("SE", "lengthscale"): (0.5, 2.0, "log"),
+    ("SE", "variance"): (0.5, 1.5, "lin"),
+    ("Per", "lengthscale"): (0.8, 1.5, "lin"),
+    ("Per", "period"): (0.8, 2.0, "lin"),
+    ("Per", "variance"): (0.5, 1.5, "lin"),
+    ("Lin", "variance"): (0.02, 0.1, "log"),
+    ("Lin", "offset"): (0.0, 0.5, "lin"),
+    ("Lin", "location"): (0.0, 10.0, "lin"),
+}
+DRAWN_NAME = re.compile(r"d(\d+)\.(\d+)")  # drawn truth d<depth>.<index>
+
+
+def _leaves(kernel) -> list:
+    """The base kernels of ``kernel``, in reading order."""
+    if not kernel.CHILDREN:
+        return [kernel]
+    return [leaf for c in kernel.CHILDREN for leaf in _leaves(getattr(kernel, c))]
+
+
+def draw_truth(depth: int, index: int):
+    """Truth ``d<depth>.<index>``: a structure of ``depth`` distinct bases drawn through ``DRAWN_GRAMMAR``'s
+    expansions, its hyperparameters from ``DRAWN_RANGES``; the same (depth, index) always gives the same kernel."""
+    rng = np.random.default_rng([43, depth, index])
+    kernel = None
+    for _ in range(depth):
+        options = [c.kernel for c in expand(kernel, DRAWN_GRAMMAR) if _distinct(c.kernel)]
+        kernel = options[rng.integers(len(options))]
+    # site_names lists the parametrised nodes in reading order, each with its PARAMS: here only the leaves have any
+    kinds = [(leaf.SYMBOL, param) for leaf in _leaves(kernel) for param in leaf.PARAMS]
+    values = {}
+    for name, kind in zip(site_names(kernel), kinds, strict=True):
+        low, high, scale = DRAWN_RANGES[kind]
+        draw = np.exp(rng.uniform(np.log(low), np.log(high))) if scale == "log" else rng.uniform(low, high)
+        values[name] = jnp.asarray(float(draw))
+    return with_values(kernel, values, D=0)
+
+
+def _distinct(kernel) -> bool:
+    types = [leaf.SYMBOL for leaf in _leaves(kernel)]
+    return len(set(types)) == len(types)
+
+
+def truth_kernel(name: str):
+    """The data-units kernel of truth ``name``: one of ``TRUTHS`` or a drawn ``d<depth>.<index>``."""
+    if name in TRUTHS:
+        return TRUTHS[name]
+    match = DRAWN_NAME.fullmatch(name)
+    if match is None:
+        raise OptionError(f"unknown truth {name!r}; truths: {list(TRUTHS)} or drawn ones d<depth>.<index>, e.g. d3.0.")
+    return draw_truth(int(match[1]), int(match[2]))
+
+
+def truth_depth(kernel) -> int:
+    """The grammar depth of a truth: its number of base kernels (CP(SE, SE) is C.4 applied to SE: depth 2)."""
+    return len(_leaves(kernel))
+
+
+def _truth_index(name: str) -> int:
+    """A stable integer per truth for the simulation's random stream."""
+    if name in TRUTHS:
+        return list(TRUTHS).index(name)
+    match = DRAWN_NAME.fullmatch(name)
+    return 1000 + 100 * int(match[1]) + int(match[2])
+
 
 # Runs inside the peer's venv: argv[1] a JSON file {x, y, x_test, y_test, depth, restarts, seed}; prints one JSON line
 # (the held-out log density in the standardised units it was given).
@@ -159,12 +239,12 @@ def same_structure(found: str, truth: str) -> bool:
 def simulate(name: str, n: int, snr: float, seed: int) -> dict:
     """One draw of truth ``name`` at n + n // 5 inputs: x, y (n,) for training, x_test, y_test (n // 5,) and the noise
     variance (module docstring)."""
-    kernel = TRUTHS[name]
+    kernel = truth_kernel(name)
     m = n // 5
     x = SPACING * np.arange(1, n + m + 1)
     K = np.asarray(kernel(jnp.asarray(x[:, None])))
     noise = float(np.mean(np.diag(K)[:n]) / snr)
-    rng = np.random.default_rng([seed, list(TRUTHS).index(name)])
+    rng = np.random.default_rng([seed, _truth_index(name)])
     L = np.linalg.cholesky(K + 1e-10 * np.eye(len(x)))
     y = L @ rng.standard_normal(len(x)) + math.sqrt(noise) * rng.standard_normal(len(x))
     return {"x": x[:n], "y": y[:n], "x_test": x[n:], "y_test": y[n:], "noise": noise}
@@ -173,7 +253,7 @@ def simulate(name: str, n: int, snr: float, seed: int) -> dict:
 def oracle_log_density(name: str, data: dict) -> float:
     """log p(y_test | y_train) under the true kernel and noise."""
     X, Xt = jnp.asarray(data["x"][:, None]), jnp.asarray(data["x_test"][:, None])
-    post = gp.predict(TRUTHS[name], X, jnp.asarray(data["y"]), data["noise"], Xt, True)
+    post = gp.predict(truth_kernel(name), X, jnp.asarray(data["y"]), data["noise"], Xt, True)
     r = jnp.asarray(data["y_test"]) - post.mean
     return float(gp.gaussian_log_evidence(r, post.cov + data["noise"] * jnp.eye(len(r)))[0])
 
@@ -194,7 +274,7 @@ def refit_truth(name: str, data: dict, restarts: int, seed: int, score: str = "b
     Xs, ys = scale.inputs(X), scale.targets(y)
     try:
         fit = fit_ml2(
-            to_standardised(TRUTHS[name], scale),
+            to_standardised(truth_kernel(name), scale),
             Xs,
             ys,
             data["noise"] / scale.y_scale**2,
@@ -326,9 +406,10 @@ def _quiet(_line: str) -> None:
     pass
 
 
-def _row_path(results: Path, truth: str, seed: int, method: str, args) -> Path:
+def _row_path(results: Path, cell: tuple, args) -> Path:
+    truth, n, snr, seed, method = cell
     tag = "".join(c if c.isalnum() else "_" for c in truth)
-    size = f"n{args.n}_snr{args.snr:g}_depth{args.depth}_restarts{args.restarts}"
+    size = f"n{n}_snr{snr:g}_depth{args.depth}_restarts{args.restarts}"
     extra = f"_p{args.smc_particles}" if method == "smc" else ""
     return results / f"{tag}_seed{seed}_{method}_{size}{extra}.json"
 
@@ -365,15 +446,18 @@ def run_method(
     return row | {"cpu_s": _cpu_s() - cpu}
 
 
-def run_cell(truth: str, seed: int, method: str, args, python: Path | None) -> dict:
-    """One (truth, seed, method): its JSON row, computed or read back."""
-    path = _row_path(Path(args.results), truth, seed, method, args)
+def run_cell(cell: tuple, args, python: Path | None) -> dict:
+    """One (truth, n, snr, seed, method): its JSON row, computed or read back."""
+    truth, n, snr, seed, method = cell
+    path = _row_path(Path(args.results), cell, args)
     if path.is_file():
         return json.loads(path.read_text())
-    data = simulate(truth, args.n, args.snr, seed)
+    data = simulate(truth, n, snr, seed)
     row = run_method(method, data, args.depth, args.restarts, seed, args.smc_particles, python=python)
-    row |= {"truth": truth, "seed": seed, "method": method, "oracle_log_density": oracle_log_density(truth, data)}
-    row["recovered"] = row["kernel"] is not None and same_structure(row["kernel"], truth)
+    kernel = truth_kernel(truth)
+    row |= {"truth": truth, "truth_expression": str(kernel), "truth_depth": truth_depth(kernel), "n": n, "snr": snr,
+            "seed": seed, "method": method, "oracle_log_density": oracle_log_density(truth, data)}  # fmt: skip
+    row["recovered"] = row["kernel"] is not None and same_structure(row["kernel"], str(kernel))
     if not row["recovered"] and method != "smc":
         row["truth_refit"] = refit_truth(truth, data, args.restarts, seed, GREEDY_SCORES.get(method, "bic"))
     atomic_write_text(path, json.dumps(row))
@@ -391,41 +475,66 @@ def verdict(row: dict) -> str:
     score = GREEDY_SCORES.get(row.get("method"), "bic")
     if row["recovered"]:
         return "recovered"
-    if row.get("method") == "gpy-abcd" and "SE" in str(row.get("truth")).replace("(", " ").replace(",", " ").split():
+    expression = str(row.get("truth_expression", row.get("truth")))
+    if row.get("method") == "gpy-abcd" and "SE" in expression.replace("(", " ").replace(",", " ").split():
         return "miss: truth outside its grammar (no SE)"
     if score not in refit or row.get(score) is None:
         return "miss (no comparison)"
     if row[score] >= refit[score]:
         return "miss: score's limit"
     trace = row.get(f"trace_{score}")
-    fitted = [b for k, b in (trace or {}).items() if same_structure(k, row["truth"])]
+    fitted = [b for k, b in (trace or {}).items() if same_structure(k, expression)]
     if fitted:
         return f"miss: optimiser's (the search's fit of the truth: {max(fitted):.2f})"
     return "miss: search's path (the truth not among its candidates)" if trace is not None else "miss: search's"
 
 
-def markdown(rows: list[dict]) -> str:
-    """Per truth and method: recovered / runs, mean held-out log density minus the oracle's, mean wall; then every
-    miss with the method's score of the found kernel and of the refitted truth."""
-    truths = list(dict.fromkeys(r["truth"] for r in rows))
-    methods = [m for m in METHODS if any(r["method"] == m for r in rows)]
-    head = "| truth | " + " | ".join(f"{m} recovered | {m} held-out - oracle | {m} wall (s)" for m in methods) + " |"
-    lines = [head, "|---|" + "---:|---:|---:|" * len(methods)]
-    for t in truths:
+def _label(row: dict) -> str:
+    """A truth's name, with its structure when the name does not say it (drawn truths)."""
+    expression = row.get("truth_expression", row["truth"])
+    return row["truth"] if expression == row["truth"] else f"{row['truth']}: {expression}"
+
+
+def _rate_table(rows: list[dict], methods: list[str], group, head: list[str]) -> list[str]:
+    """One line per value of ``group(row)`` (a tuple, its items under ``head``): per method recovered / runs."""
+    lines = ["| " + " | ".join(head + [f"{m} recovered" for m in methods]) + " |",
+             "|" + "---|" * len(head) + "---:|" * len(methods)]  # fmt: skip
+    for g in dict.fromkeys(group(r) for r in rows):
         cells = []
         for m in methods:
-            rs = [r for r in rows if r["truth"] == t and r["method"] == m]
+            rs = [r for r in rows if group(r) == g and r["method"] == m]
+            cells.append(f"{sum(r['recovered'] for r in rs)}/{len(rs)}" if rs else "")
+        lines.append("| " + " | ".join([str(v) for v in g] + cells) + " |")
+    return lines
+
+
+def markdown(rows: list[dict]) -> str:
+    """Recovery by the truth's depth, length and signal-to-noise ratio; then per truth, length and ratio and per
+    method: recovered / runs, mean held-out log density minus the oracle's, mean wall; then every miss with the
+    method's score of the found kernel and of the refitted truth."""
+    methods = [m for m in METHODS if any(r["method"] == m for r in rows)]
+    size = lambda r: (r.get("n"), r.get("snr"))  # noqa: E731 (rows of earlier runs have neither)
+    lines = _rate_table(rows, methods, lambda r: (r.get("truth_depth"), *size(r)), ["truth depth", "n", "snr"])
+    head = "| truth | n | snr | " + " | ".join(f"{m} recovered | {m} held-out - oracle | {m} wall (s)" for m in methods)
+    lines += ["", head + " |", "|---|---:|---:|" + "---:|---:|---:|" * len(methods)]
+    for g in dict.fromkeys((_label(r), *size(r)) for r in rows):
+        cells = []
+        for m in methods:
+            rs = [r for r in rows if (_label(r), *size(r)) == g and r["method"] == m]
+            if not rs:
+                cells.append(" | | ")
+                continue
             gap = np.mean([r["log_density"] - r["oracle_log_density"] for r in rs])
             cells.append(
                 f"{sum(r['recovered'] for r in rs)}/{len(rs)} | {gap:.2f} | {np.mean([r['wall_s'] for r in rs]):.1f}"
             )
-        lines.append(f"| {t} | " + " | ".join(cells) + " |")
+        lines.append("| " + " | ".join(str(v) for v in g) + " | " + " | ".join(cells) + " |")
     misses = [r for r in rows if not r["recovered"]]
     if misses:
         lines += [
             "",
-            "| truth | seed | method | found | its score | truth refit's score | verdict |",
-            "|---|---:|---|---|---:|---:|---|",
+            "| truth | n | snr | seed | method | found | its score | truth refit's score | verdict |",
+            "|---|---:|---:|---:|---|---|---:|---:|---|",
         ]
         for r in misses:  # the method's score: BIC, Laplace's log evidence for greedy-laplace
             refit, score = r.get("truth_refit") or {}, GREEDY_SCORES.get(r["method"], "bic")
@@ -433,7 +542,8 @@ def markdown(rows: list[dict]) -> str:
             refit_bic = f"{refit[score]:.2f}" if score in refit else "n/a"
             found = r["kernel"] if r["kernel"] else r.get("peer_kernel")
             lines.append(
-                f"| {r['truth']} | {r['seed']} | {r['method']} | {found} | {found_bic} | {refit_bic} | {verdict(r)} |"
+                f"| {_label(r)} | {r.get('n')} | {r.get('snr')} | {r['seed']} | {r['method']} | {found} | {found_bic} "
+                f"| {refit_bic} | {verdict(r)} |"
             )
     return "\n".join(lines)
 
@@ -473,23 +583,34 @@ def plot(rows: list[dict], path: Path) -> Path:
 
 def check_args(args) -> None:
     """An ``OptionError`` for settings no run can use, before anything is simulated or compiled."""
-    unknown = [t for t in args.truths if t not in TRUTHS] + [m for m in args.methods if m not in METHODS]
+    unknown = [m for m in args.methods if m not in METHODS]
     if unknown:
-        raise OptionError(f"unknown truths or methods {unknown}; truths: {list(TRUTHS)}, methods: {list(METHODS)}.")
-    for label, value in (("n", args.n), ("depth", args.depth), ("restarts", args.restarts)):
+        raise OptionError(f"unknown methods {unknown}; methods: {list(METHODS)}.")
+    for label, value in (("depth", args.depth), ("restarts", args.restarts)):
         if value < 1:
             raise OptionError(f"{label} must be a positive integer, got {value}.")
-    if args.n < 20 or not args.snr > 0 or ("smc" in args.methods and args.smc_particles < 2):
-        raise OptionError("n must be at least 20, snr positive, and smc needs at least 2 particles.")
+    if args.drawn < 0:
+        raise OptionError(f"drawn must be 0 or more, got {args.drawn}.")
+    if min(args.n) < 20 or not min(args.snr) > 0 or ("smc" in args.methods and args.smc_particles < 2):
+        raise OptionError("every n must be at least 20, every snr positive, and smc needs at least 2 particles.")
+    deep = [t for t in args.truths if truth_depth(truth_kernel(t)) > args.depth]
+    if deep:
+        raise OptionError(f"truths {deep} are deeper than --depth {args.depth}: the search cannot reach them.")
+
+
+def _numbers(kind):
+    return lambda text: [kind(v) for v in text.split(",")]
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--truths", type=lambda s: s.split(","), default=list(TRUTHS))
-    p.add_argument("--seeds", type=lambda s: [int(v) for v in s.split(",")], default=[0, 1])
+    p.add_argument("--truths", type=lambda s: s.split(","), default=list(TRUTHS),
+                   help="names of TRUTHS and drawn truths d<depth>.<index> (default: TRUTHS)")  # fmt: skip
+    p.add_argument("--drawn", type=int, default=0, help="add this many drawn truths at every depth 1..--depth")
+    p.add_argument("--seeds", type=_numbers(int), default=[0, 1])
     p.add_argument("--methods", type=lambda s: s.split(","), default=["greedy", "gpy-abcd"])
-    p.add_argument("--n", type=int, default=100, help="training points (n / 5 more are held out)")
-    p.add_argument("--snr", type=float, default=10.0, help="signal variance / noise variance")
+    p.add_argument("--n", type=_numbers(int), default=[100], help="training points (n / 5 more are held out), a list")
+    p.add_argument("--snr", type=_numbers(float), default=[10.0], help="signal variance / noise variance, a list")
     p.add_argument("--depth", type=int, default=2)
     p.add_argument("--restarts", type=int, default=3)
     p.add_argument("--smc-particles", type=int, default=32)
@@ -497,6 +618,7 @@ def main(argv=None) -> int:
     p.add_argument("--plot", default=None, help="write the figure here (default: recovery.png in --results)")
     args = p.parse_args(argv)
     try:
+        args.truths = args.truths + [f"d{d}.{i}" for d in range(1, args.depth + 1) for i in range(max(args.drawn, 0))]
         check_args(args)
         python = peers.peer_python(PEER) if "gpy-abcd" in args.methods else None
     except (OptionError, peers.PeerMissing) as err:
@@ -505,19 +627,13 @@ def main(argv=None) -> int:
     Path(args.results).mkdir(parents=True, exist_ok=True)
     rows = []
     for truth in args.truths:
-        for seed in args.seeds:
-            for method in args.methods:
-                row = run_cell(truth, seed, method, args, python)
-                print(
-                    f"{truth} seed {seed} {method}: {row['kernel']} ({'recovered' if row['recovered'] else 'miss'}), "
-                    f"held-out {row['log_density']:.2f} (oracle {row['oracle_log_density']:.2f}), "
-                    f"{row['wall_s']:.1f} s",
-                    file=sys.stderr,
-                    flush=True,
-                )
-                rows.append(row)
+        for n in args.n:
+            for snr in args.snr:
+                for seed in args.seeds:
+                    for method in args.methods:
+                        rows.append(_announce(run_cell((truth, n, snr, seed, method), args, python)))
     title = (
-        f"n = {args.n} training + {args.n // 5} held-out points, snr {args.snr:g}, depth {args.depth}, "
+        f"n = {args.n} training (+ n / 5 held-out) points, snr {args.snr}, depth {args.depth}, "
         f"{args.restarts} restarts, seeds {args.seeds}"
         + (f", SMC {args.smc_particles} particles" if "smc" in args.methods else "")
     )
@@ -525,6 +641,18 @@ def main(argv=None) -> int:
     figure = plot(rows, Path(args.plot) if args.plot else Path(args.results) / "recovery.png")
     print(f"\nfigure: {figure}", file=sys.stderr)
     return 0
+
+
+def _announce(row: dict) -> dict:
+    """A progress line per cell on stderr."""
+    print(
+        f"{_label(row)} n {row['n']} snr {row['snr']:g} seed {row['seed']} {row['method']}: {row['kernel']} "
+        f"({'recovered' if row['recovered'] else 'miss'}), held-out {row['log_density']:.2f} "
+        f"(oracle {row['oracle_log_density']:.2f}), {row['wall_s']:.1f} s",
+        file=sys.stderr,
+        flush=True,
+    )
+    return row
 
 
 if __name__ == "__main__":

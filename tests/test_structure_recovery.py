@@ -6,8 +6,23 @@ import numpy as np
 import pytest
 
 from benchmarks.changepoint_cost import residual_changepoint
-from benchmarks.structure_recovery import TRUTHS, markdown, same_structure, simulate, verdict
+from benchmarks.structure_recovery import (
+    DRAWN_GRAMMAR,
+    DRAWN_RANGES,
+    TRUTHS,
+    draw_truth,
+    main,
+    markdown,
+    same_structure,
+    simulate,
+    truth_depth,
+    truth_kernel,
+    verdict,
+)
+from zoo.errors import OptionError
 from zoo.kernels import SE
+from zoo.structure.canonical import key
+from zoo.structure.grammar import expand
 
 
 @pytest.mark.parametrize(
@@ -48,11 +63,47 @@ def test_a_miss_is_blamed_on_the_score_or_the_search_by_bic():
         {"truth": "SE", "method": "greedy", "kernel": "RQ", "seed": 1, "wall_s": 4.0, "log_density": -2.0,
          "oracle_log_density": -0.5, **row},
     ]  # fmt: skip
-    table = markdown(rows)
-    assert (
-        "| SE | 1/2 | -1.00 | 3.0 |" in table
-        and "| SE | 1 | greedy | RQ | -10.00 | -12.00 | miss: score's limit |" in table
-    )
+    table = markdown([{**r, "n": 100, "snr": 10.0, "truth_depth": 1} for r in rows])
+    assert "| 1 | 100 | 10.0 | 1/2 |" in table  # recovery by depth, length and ratio
+    assert "| SE | 100 | 10.0 | 1/2 | -1.00 | 3.0 |" in table
+    assert "| SE | 100 | 10.0 | 1 | greedy | RQ | -10.00 | -12.00 | miss: score's limit |" in table
+
+
+def test_drawn_truths_are_reproducible_grammar_structures_of_distinct_bases():
+    """d<depth>.<index>: the same kernel every time, ``depth`` distinct bases, reachable by the grammar's + and x
+    from a base kernel, every hyperparameter within its stated range."""
+    for depth in (1, 2, 3):
+        for index in range(3):
+            kernel = draw_truth(depth, index)
+            assert str(kernel) == str(truth_kernel(f"d{depth}.{index}")) and truth_depth(kernel) == depth
+            leaves = str(kernel).replace("(", " ").replace(")", " ").replace("+", " ").replace("x", " ").split()
+            assert len(set(leaves)) == depth
+            reached = [None]
+            for _ in range(depth):
+                reached = [c.kernel for k in reached for c in expand(k, DRAWN_GRAMMAR)]
+            assert key(kernel) in {key(k) for k in reached}
+    kernel = draw_truth(2, 1)
+    for leaf in (kernel.left, kernel.right) if kernel.CHILDREN else (kernel,):
+        for name in leaf.PARAMS:
+            low, high, _ = DRAWN_RANGES[leaf.SYMBOL, name]
+            assert low <= float(getattr(leaf, name)) <= high
+    a, b = simulate("d2.1", 40, 10.0, 0), simulate("d2.1", 40, 10.0, 0)
+    assert np.array_equal(a["y"], b["y"]) and not np.array_equal(a["y"], simulate("d2.2", 40, 10.0, 0)["y"])
+
+
+def test_bad_settings_are_refused_before_any_run(tmp_path, capsys):
+    with pytest.raises(OptionError, match="unknown truth"):
+        truth_kernel("d3")
+    for argv, message in (
+        (["--truths", "d3.0", "--depth", "2"], "deeper than --depth 2"),
+        (["--n", "100,10"], "every n must be at least 20"),
+        (["--snr", "10,0"], "every snr positive"),
+        (["--drawn", "-1"], "drawn must be 0 or more"),
+        (["--truths", "Foo"], "unknown truth 'Foo'"),
+    ):
+        assert main([*argv, "--methods", "greedy", "--results", str(tmp_path)]) == 2
+        assert message in capsys.readouterr().err
+    assert not any(tmp_path.iterdir())  # nothing written
 
 
 def test_the_residual_changepoint_finds_where_the_residuals_change():
@@ -136,15 +187,22 @@ def test_greedy_laplace_is_the_greedy_search_ranked_by_laplace(monkeypatch, tmp_
     monkeypatch.setattr(bench, "greedy_predictive_cdf", lambda *a: np.full(4, 0.5))
     monkeypatch.setattr(bench, "oracle_log_density", lambda *a: -2.0)
     args = argparse.Namespace(
-        truths=["SE"], seeds=[0], methods=["greedy-laplace"], n=20, snr=10.0, depth=2, restarts=3,
-        smc_particles=32, results=str(tmp_path),
+        truths=["SE"], seeds=[0], methods=["greedy-laplace"], n=[20], snr=[10.0], depth=2, restarts=3,
+        smc_particles=32, results=str(tmp_path), drawn=0,
     )  # fmt: skip
     bench.check_args(args)
-    row = bench.run_cell("SE", 0, "greedy-laplace", args, None)
+    row = bench.run_cell(("SE", 20, 10.0, 0, "greedy-laplace"), args, None)
     assert [c["score"] for c in calls] == ["laplace"] and calls[0]["depth"] == 2 and calls[0]["restarts"] == 3
     assert row["recovered"] and row["laplace"] == -11.0 and row["trace_laplace"] == {"SE": -11.0}
     assert row["inside_95"] == 1.0 and row["cpu_s"] >= 0
-    assert bench.run_cell("SE", 0, "greedy-laplace", args, None) == row and len(calls) == 1  # cached
-    miss = {**row, "recovered": False, "truth": "Per", "bic": 0.0, "truth_refit": {"bic": -1.0, "laplace": -10.0}}
+    assert bench.run_cell(("SE", 20, 10.0, 0, "greedy-laplace"), args, None) == row and len(calls) == 1  # cached
+    miss = {
+        **row,
+        "recovered": False,
+        "truth": "Per",
+        "truth_expression": "Per",
+        "bic": 0.0,
+        "truth_refit": {"bic": -1.0, "laplace": -10.0},
+    }
     assert verdict(miss).startswith("miss: search's path")  # Laplace -11 < -10 although BIC 0 > -1
     assert verdict({**miss, "laplace": -9.0}) == "miss: score's limit"
