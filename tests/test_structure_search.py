@@ -172,6 +172,27 @@ def test_structure_posterior():
         ([0, 1, 2, 3, 4, 5], [0, 1, 2, 3, 4, 5], {"score": "aic"}, OptionError, "score"),
         ([0, 1, 2, 3, 4, 5], [0, 1, 2, 3, 4, 5], {"optimizer": "bfgs"}, OptionError, "optimizer"),
         ([0, 1, 2, 3, 4, 5], [0, 1, 2, 3, 4, 5], {"workers": 0}, OptionError, "workers"),
+        (
+            [0, 1, 2, 3, 4, 5],
+            [0, 1, 2, 3, 4, 5],
+            {"score": "tsmc", "score_options": {"num_mcmc_step": 5}},
+            OptionError,
+            "num_mcmc_step",
+        ),
+        (
+            [0, 1, 2, 3, 4, 5],
+            [0, 1, 2, 3, 4, 5],
+            {"score": "tsmc", "score_options": {"num_particles": 1}},
+            OptionError,
+            "num_particles",
+        ),
+        (
+            [0, 1, 2, 3, 4, 5],
+            [0, 1, 2, 3, 4, 5],
+            {"score": "laplace", "score_options": {"num_particles": 64}},
+            OptionError,
+            "takes no score_options",
+        ),
         ([0, 1, 2, 3, 4, 5], [1, 1, 1, 1, 1, 1], {}, DataError, "constant"),
     ],
 )

@@ -27,9 +27,19 @@ from numpyro.infer.util import potential_energy, unconstrain_fn
 
 import inference
 import zoo
+from inference.core import get_engine, validate_options
 from inference.core.program import conditioned_program
+from zoo.errors import OptionError
 
-__all__ = ["SCORES", "bic", "gaussian_integral", "laplace_log_evidence", "structure_posterior", "tsmc_log_evidence"]
+__all__ = [
+    "SCORES",
+    "bic",
+    "check_score_options",
+    "gaussian_integral",
+    "laplace_log_evidence",
+    "structure_posterior",
+    "tsmc_log_evidence",
+]
 
 SCORES = ("bic", "laplace", "tsmc")
 
@@ -85,10 +95,26 @@ def gaussian_integral(f0, g, H) -> tuple[float, float]:
     return float(f0) + correction + 0.5 * d * math.log(2 * math.pi) - float(jnp.sum(jnp.log(jnp.diag(L)))), correction
 
 
+def check_score_options(score: str, options: dict) -> None:
+    """An ``OptionError`` before any fit for ``score_options`` the score cannot take: ``tsmc``'s are the engine's
+    options (validated where every engine option is); ``bic`` and ``laplace`` take none."""
+    if score == "tsmc":
+        validate_options(get_engine("tsmc"), {"num_particles": 256, "num_chains": 2, **options})
+    elif options:
+        raise OptionError(f"score {score!r} takes no score_options, got {sorted(options)}.")
+
+
 def tsmc_log_evidence(
-    expression: str, X: np.ndarray, y: np.ndarray, num_particles: int = 256, num_chains: int = 2, seed: int = 0
+    expression: str,
+    X: np.ndarray,
+    y: np.ndarray,
+    num_particles: int = 256,
+    num_chains: int = 2,
+    seed: int = 0,
+    **engine_options,
 ) -> dict[str, float]:
-    """The tempered-SMC log evidence of ``gp/regression`` with kernel ``expression`` (engine ``tsmc``)."""
+    """The tempered-SMC log evidence of ``gp/regression`` with kernel ``expression`` (engine ``tsmc``; any other
+    of its options, e.g. ``num_mcmc_steps``, passed on and validated by the engine)."""
     idata = inference.run(
         zoo.get("gp/regression", kernel=expression),
         {"X": X, "y": y},
@@ -96,6 +122,7 @@ def tsmc_log_evidence(
         seed=seed,
         num_chains=num_chains,
         num_particles=num_particles,
+        **engine_options,
     )
     return {
         "log_evidence": float(idata.posterior.attrs["log_evidence"]),

@@ -34,7 +34,13 @@ from inference.applications.structure_search.checks import check_data
 from inference.applications.structure_search.fit import fit_ml2, log_likelihood_at, start_values
 from inference.applications.structure_search.result import Fitted, SearchResult, Standardisation
 from inference.applications.structure_search.scales import DataScaledFactory, Scales
-from inference.applications.structure_search.scores import SCORES, bic, laplace_log_evidence, tsmc_log_evidence
+from inference.applications.structure_search.scores import (
+    SCORES,
+    bic,
+    check_score_options,
+    laplace_log_evidence,
+    tsmc_log_evidence,
+)
 from inference.applications.structure_search.smc import smc_search
 from inference.applications.structure_search.smc_result import SMCResult
 from inference.applications.structure_search.starts import (
@@ -128,6 +134,7 @@ def search(
     depth: the number of expansion rounds (depth 1: the base kernels alone). base: base-kernel names. operators:
     grammar operators (default all of C.1-C.11 for one input column, C.1-C.3 for several). score: "bic" (the
     thesis), "laplace" or "tsmc" (``scores.py``); BIC is recorded for every candidate whatever ranks them.
+    score_options: for "tsmc", the ``tsmc`` engine's options (e.g. num_particles, num_chains, num_mcmc_steps).
     width: the beam. restarts: ML-II restarts per candidate (chains). optimizer: ml2's optimizer for every candidate
     ("host-lbfgs": scipy's L-BFGS over one compiled value-and-gradient, a program that compiles in about a second;
     "lbfgs": optax's L-BFGS in one compiled while_loop, 5-9 s of compilation per candidate and slow on flat
@@ -166,6 +173,7 @@ def search(
         raise OptionError(f"program must be one of {list(PROGRAMS)}, got {program!r}.")
     if score not in SCORES:
         raise OptionError(f"score must be one of {list(SCORES)}, got {score!r}.")
+    check_score_options(score, dict(score_options or {}))
     if subset is not None and _positive_int("subset", subset) < MIN_SUBSET:
         raise OptionError(f"subset must be at least {MIN_SUBSET} points, got {subset}.")
     D = X.shape[1]
