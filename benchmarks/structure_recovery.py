@@ -19,6 +19,9 @@ paper's sec. 3.8.2). On the training part:
 * ``greedy``: our search (``inference.applications.structure_search.search``): base SE, RQ, Lin, Per, operators
   C.1-C.11, BIC, beam 1, ``--depth`` levels, ``--restarts`` per candidate, no early stop;
 * ``greedy-laplace``: the same search ranked by Laplace's log evidence (``score="laplace"``; BIC still recorded);
+* ``greedy-tsmc``: the same search ranked by the tempered-SMC log evidence (``score="tsmc"`` with
+  ``TSMC_SCORE_OPTIONS``: 64 particles, 5 mutation steps, one run, about 20-25 s of CPU per SE-sized candidate at
+  n = 100; docs/performance.md#structure-recovery-laplace);
 * ``gpy-abcd``: GPy-ABCD 1.2.3's ``explore_model_space`` in its own venv with its ``Default`` start kernels and
   rules, ``rounds = depth - 1`` (its round 0 is our depth 1; as in ``benchmarks/abcd_vs_gpy_abcd.py``), BIC, beam 1,
   the same restarts, on the training part standardised by its mean and sd (our search standardises itself). Its
@@ -26,14 +29,14 @@ paper's sec. 3.8.2). On the training part:
 * ``smc``: SMC over structures (``smc_search``, operators + and x, no changepoints) with ``--smc-particles``; its
   structure is the most probable one and its held-out density the particles' mixture.
 
-Recovered: the found structure equals the truth up to equivalence (``same_structure``: canonical form, with white
-noise summands dropped as the likelihood's own noise, constants dropped as summands and factors, and GPy-ABCD's
-PER, the periodic kernel less its constant, read as Per). For every miss the truth's structure is refitted by our
-ML-II (``refit_truth``: one restart from the true hyperparameters, the rest jittered around them), so its BIC can be
-set beside the found kernel's (for ``greedy-laplace`` its Laplace evidence too, from the refit's optimum, and the
-comparison is by that score): a miss whose found kernel has the higher BIC is the score's limit (the data do not
-single the truth out), a miss with the lower BIC is the search's: its optimiser's when the search fitted the truth's
-structure below the refit, its path's when the greedy path never reached the truth.
+Recovered: the found structure equals the truth up to equivalence (``same_structure``: canonical form, with white noise
+summands dropped as the likelihood's own noise, constants dropped as summands and factors, and GPy-ABCD's PER, the
+periodic kernel less its constant, read as Per). For every miss the truth's structure is refitted by our ML-II
+(``refit_truth``: one restart from the true hyperparameters, the rest jittered around them), so its BIC can be set
+beside the found kernel's (for ``greedy-laplace`` and ``greedy-tsmc`` its Laplace or tempered-SMC evidence too, from the
+refit's optimum, and the comparison is by that score): a miss whose found kernel has the higher BIC is the score's limit
+(the data do not single the truth out), a miss with the lower BIC is the search's: its optimiser's when the search
+fitted the truth's structure below the refit, its path's when the greedy path never reached the truth.
 Held-out: log p(y_test | y_train) of the held-out points jointly, in data units; the oracle is the true kernel and
 noise. Each row also keeps the fraction of held-out points inside the central 95 % band of the pointwise predictive
 (``inside_95``; SMC: of the mixture) and the process CPU seconds (``cpu_s``: the search and its forecast; ``wall_s``
@@ -62,7 +65,7 @@ from benchmarks.abcd_vs_gpy_abcd import to_zoo_expression
 from inference.applications.structure_search import Standardisation, search, smc_search
 from inference.applications.structure_search.bounds import PeriodBounds
 from inference.applications.structure_search.fit import FitFailure, fit_ml2, start_values
-from inference.applications.structure_search.scores import bic, laplace_log_evidence
+from inference.applications.structure_search.scores import bic, laplace_log_evidence, tsmc_log_evidence
 from inference.applications.structure_search.smc import SMC_DEFAULTS
 from inference.files.atomic import atomic_write_text
 from zoo import gp
@@ -87,9 +90,12 @@ from zoo.structure.grammar import Grammar, expand
 from zoo.structure.rescale import rescale_inputs, scale_output
 
 PEER = "gpy-abcd"
-METHODS = ("greedy", "greedy-laplace", "gpy-abcd", "smc")
+METHODS = ("greedy", "greedy-laplace", "greedy-tsmc", "gpy-abcd", "smc")
 # The greedy searches and the score each ranks its candidates by (search(..., score=...)).
-GREEDY_SCORES = {"greedy": "bic", "greedy-laplace": "laplace"}
+GREEDY_SCORES = {"greedy": "bic", "greedy-laplace": "laplace", "greedy-tsmc": "tsmc"}
+# The tempered-SMC score's engine options: the tsmc engine's defaults (256 particles x 2 runs x 10 mutation steps) took
+# over 240 s per candidate (docs/performance.md#structure-recovery-laplace)
+TSMC_SCORE_OPTIONS = {"num_particles": 64, "num_chains": 1, "num_mcmc_steps": 5}
 SPACING = 0.1  # input spacing; n = 100 covers 10 units, so a period of 1.5 is seen ~7 times
 # The true structures (data units), depth 1 and 2 of our grammar; CP(SE, SE) is C.4 applied to SE.
 TRUTHS = {
@@ -268,7 +274,8 @@ def to_standardised(kernel, scale: Standardisation):
 def refit_truth(name: str, data: dict, restarts: int, seed: int, score: str = "bic") -> dict:
     """The true structure fitted by our ML-II on the standardised training data, chain 0 from the true
     hyperparameters and noise, the others jittered around them, within the periodic bounds: log p and our BIC, and
-    with ``score="laplace"`` Laplace's log evidence from that optimum (as the search scores a candidate)."""
+    with ``score="laplace"`` (``"tsmc"``) Laplace's log evidence from that optimum (the tempered-SMC evidence of that
+    structure), as the search scores a candidate."""
     X, y = data["x"][:, None], data["y"]
     scale = Standardisation.of(X, y)
     Xs, ys = scale.inputs(X), scale.targets(y)
@@ -291,6 +298,8 @@ def refit_truth(name: str, data: dict, restarts: int, seed: int, score: str = "b
         init = start_values(fit.kernel, fit.noise)
         # the fitted kernel in its own order, so that its site names are those of start_values
         out["laplace"] = laplace_log_evidence(str(fit.kernel), Xs, ys, init, seed=seed)["log_evidence"]
+    elif score == "tsmc":
+        out["tsmc"] = tsmc_log_evidence(str(fit.kernel), Xs, ys, seed=seed, **TSMC_SCORE_OPTIONS)["log_evidence"]
     return out
 
 
@@ -319,7 +328,7 @@ def inside_band(cdf: np.ndarray, level: float = 0.95) -> float:
 
 def run_greedy(data: dict, depth: int, restarts: int, seed: int, score: str = "bic") -> dict:
     """Our greedy search ranked by ``score``; the row keeps the best's score and every fitted structure's under
-    that score's name (``bic``, ``trace_bic``; ``laplace``, ``trace_laplace``)."""
+    that score's name (``bic``, ``trace_bic``; ``laplace``, ``trace_laplace``; ``tsmc``, ``trace_tsmc``)."""
     t0 = time.perf_counter()
     result = search(
         data["x"],
@@ -330,6 +339,7 @@ def run_greedy(data: dict, depth: int, restarts: int, seed: int, score: str = "b
         width=1,
         seed=seed,
         score=score,
+        score_options=TSMC_SCORE_OPTIONS if score == "tsmc" else None,
         progress=_quiet,
     )
     return {

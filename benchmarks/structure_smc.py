@@ -11,16 +11,16 @@ training months (1981.0-1997.58), as the recorded searches use the months from 1
 any series of ``zoo.data.tsdl`` (e.g. ``01-airline``: 129 months train, 15 held out), its 90 / 10 split.
 
 Methods: the recovery benchmark's (``benchmarks.structure_recovery.run_method``; gpy-abcd is left to
-``benchmarks/abcd_vs_gpy_abcd.py``): ``greedy`` (BIC, beam 1, ``--depth`` levels, ``--restarts`` per candidate,
-base SE, RQ, Lin, Per, operators C.1-C.11, no early stop), ``greedy-laplace`` (the same, ranked by Laplace's
-log evidence), ``smc`` (SMC over structures, ``--particles``, ``--steps``, its other options the defaults:
-operators + and x, trees of depth <= 2). Per method: the chosen structure (SMC: the most probable and the mass of
-the five most probable), its training score (greedy: log p(y_s | theta-hat), BIC and, ranked by Laplace, the
-log evidence; SMC: the log evidence log p(y_s); all on the standardised series), the held-out log density
-log p(y_test | y_train) of the held-out points jointly, in data units (SMC: the particles' mixture), the fraction
-of held-out points inside the central 95 % band of the pointwise predictive (SMC: of the mixture), wall time
-(the search) and process CPU time (the search and its forecast). Each (series, method, settings) row is kept
-as JSON in ``--results`` and reused by a rerun.
+``benchmarks/abcd_vs_gpy_abcd.py``): ``greedy`` (BIC, beam 1, ``--depth`` levels, ``--restarts`` per candidate, base SE,
+RQ, Lin, Per, operators C.1-C.11, no early stop), ``greedy-laplace`` and ``greedy-tsmc`` (the same, ranked by Laplace's
+or the tempered-SMC log evidence), ``smc`` (SMC over structures, ``--particles``, ``--steps``, its other options the
+defaults: operators + and x, trees of depth <= 2). Per method: the chosen structure (SMC: the most probable and the mass
+of the five most probable), its training score (greedy: log p(y_s | theta-hat), BIC and, ranked by an evidence, that log
+evidence; SMC: the log evidence log p(y_s); all on the standardised series), the held-out log density log p(y_test |
+y_train) of the held-out points jointly, in data units (SMC: the particles' mixture), the fraction of held-out points
+inside the central 95 % band of the pointwise predictive (SMC: of the mixture), wall time (the search) and process CPU
+time (the search and its forecast). Each (series, method, settings) row is kept as JSON in ``--results`` and reused by a
+rerun.
 """
 
 import argparse
@@ -100,7 +100,9 @@ def _structure(row: dict) -> str:
 def _train_score(row: dict) -> str:
     if row["method"] == "smc":
         return f"log Z {row['log_evidence_std']:.2f}"
-    extra = f", Laplace {row['laplace']:.2f}" if "laplace" in row else ""
+    extra = "".join(
+        f", {name} {row[key]:.2f}" for key, name in (("laplace", "Laplace"), ("tsmc", "tempered SMC")) if key in row
+    )
     return f"log p {row['log_likelihood']:.2f}, BIC {row['bic']:.2f}{extra}"
 
 

@@ -206,3 +206,27 @@ def test_greedy_laplace_is_the_greedy_search_ranked_by_laplace(monkeypatch, tmp_
     }
     assert verdict(miss).startswith("miss: search's path")  # Laplace -11 < -10 although BIC 0 > -1
     assert verdict({**miss, "laplace": -9.0}) == "miss: score's limit"
+
+
+def test_greedy_tsmc_passes_its_engine_options_and_they_are_the_engines(monkeypatch):
+    """--methods greedy-tsmc runs search(..., score="tsmc") with TSMC_SCORE_OPTIONS (faked here), options the tsmc
+    engine accepts (checked where the search checks them, before any fit)."""
+    import types
+
+    import benchmarks.structure_recovery as bench
+    from inference.applications.structure_search.scores import check_score_options
+
+    calls = []
+    best = types.SimpleNamespace(expression="SE", log_likelihood=-5.0, num_params=3, bic=-9.0, score=-7.0)
+
+    def fake_search(x, y, **kw):
+        calls.append(kw)
+        return types.SimpleNamespace(best=best, trace=[])
+
+    monkeypatch.setattr(bench, "search", fake_search)
+    monkeypatch.setattr(bench, "greedy_log_density", lambda *a: -3.0)
+    monkeypatch.setattr(bench, "greedy_predictive_cdf", lambda *a: np.full(4, 0.5))
+    row = bench.run_method("greedy-tsmc", simulate("SE", 20, 10.0, 0), 2, 3, 0, 32)
+    assert calls[0]["score"] == "tsmc" and calls[0]["score_options"] == bench.TSMC_SCORE_OPTIONS
+    assert row["tsmc"] == -7.0
+    check_score_options("tsmc", bench.TSMC_SCORE_OPTIONS)
