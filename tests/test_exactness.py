@@ -60,11 +60,19 @@ def exact_moments(model: str) -> dict[str, tuple[np.ndarray, np.ndarray]]:
 
 
 GYM = {"mclmc", "mams", "chees", "mala", "pathfinder"}  # 10-20 s of compilation each: slow
+# NumPyro's own NUTS on the GP latent runs with the slow tests too: what the zoo adds to it (the wrapper in
+# inference/mcmc/numpyro_nuts.py, fixed params, the sites' names) is model-independent and checked on blr, and the
+# GP latent is checked under the zoo's NUTS and SVI (docs/performance.md#test-suite).
+SLOW_CASES = {("gp/regression-latent", "numpyro-nuts")}
 
 
 @pytest.fixture(
     scope="module",
-    params=[pytest.param((m, e), marks=[pytest.mark.slow] * (e in GYM)) for m in CASES for e in ENGINES],
+    params=[
+        pytest.param((m, e), marks=[pytest.mark.slow] * (e in GYM or (m, e) in SLOW_CASES))
+        for m in CASES
+        for e in ENGINES
+    ],
     ids=lambda p: f"{p[1]}-{p[0]}",
 )
 def engine_result(request):
@@ -125,7 +133,12 @@ def test_exact_engine_reports_the_log_evidence():
     np.testing.assert_allclose(idata.posterior.attrs["log_evidence"], expected, rtol=1e-10)
 
 
-@pytest.fixture(scope="module", params=list(CASES))
+# The vectorized chains on the GP latent run with the slow tests: the chain method is model-independent code
+# (inference/mcmc/chains.py), checked here on blr, and NUTS on gp/regression-latent is checked above with the
+# default (sequential) chains (docs/performance.md#test-suite).
+@pytest.fixture(
+    scope="module", params=["blr", pytest.param("gp/regression-latent", marks=pytest.mark.slow)], ids=list(CASES)
+)
 def vectorized_nuts_result(request):
     """NUTS with its chains vmapped in lockstep (``chain_method="vectorized"``; the default runs them one after
     another): the same sampler, so the same exact answer."""
