@@ -98,7 +98,12 @@ def _fit(spec, data, params=None, **kwargs):
     params = _params(spec) if params is None else params
     X, y = jnp.asarray(data.observed["X"]), jnp.asarray(data.observed["y"])
     damped = kwargs.pop("damped", not view.likelihood.log_concave)
-    return laplace.fit(view, params, X, y, X[:3], damped, view.likelihood.log_concave, 100, 1e-10)
+    return _laplace_fit(view, params, X, y, X[:3], damped, view.likelihood.log_concave, 100, 1e-10)
+
+
+# one program per fit, not one per operation (and the Newton loop retraced) as laplace.fit called eagerly
+_laplace_fit = jax.jit(laplace.fit, static_argnums=(0, 5, 6, 7, 8))
+_ep_fit = jax.jit(ep.fit, static_argnums=(0, 5, 6, 7, 8))
 
 
 @pytest.mark.parametrize(("name", "options"), VARIANTS)
@@ -300,8 +305,8 @@ def test_laplace_is_biased_towards_zero_on_nearly_separable_data():
     params = {"lengthscale": 1.0, "variance": 100.0}
     P = {k: jnp.asarray(v) for k, v in params.items()}
     Xj, yj, none = jnp.asarray(X), jnp.asarray(y), jnp.zeros((0, 1))
-    lap = laplace.fit(view, P, Xj, yj, none, False, True, 100, 1e-10)
-    epf = ep.fit(view, P, Xj, yj, none, "sequential", 0.0, 200, 1e-10)
+    lap = _laplace_fit(view, P, Xj, yj, none, False, True, 100, 1e-10)
+    epf = _ep_fit(view, P, Xj, yj, none, "sequential", 0.0, 200, 1e-10)
     assert bool(lap.stats["converged"]) and bool(epf.stats["converged"])
 
     idata = inference.run(spec, {"X": X, "y": y}, engine="ess", seed=0, num_warmup=500, num_samples=2500, params=params)
