@@ -135,6 +135,10 @@ def test_a_plain_state_space_program_with_a_view_runs_the_particle_filter(ssm_pr
     result = inference.run(my_lgssm_with_view, observed, "pf", 0, num_chains=8, num_particles=500, params=TRUE)
     runs = result.point_estimates["log_likelihood"].values
     assert abs(runs.mean() - exact) < 4 * runs.std(ddof=1) / np.sqrt(runs.size), (runs, exact)
+    # the filter's drawn trajectories (tests/test_pf.py's engine run on the registered model is slow)
+    states = result.posterior[ssm.STATES]
+    assert states.shape[0] == 8 and states.shape[-3:] == (2, observed["y"].shape[1], 2)
+    assert np.all(np.isfinite(states.values))
 
 
 def test_what_a_plain_program_cannot_do_is_said_before_compiling():

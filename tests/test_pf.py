@@ -102,11 +102,19 @@ def test_score_matches_kalman_gradient():
     assert np.all(np.abs(scores.mean(axis=0) - exact) < 4 * mcse + 1e-9), (scores.mean(axis=0), exact, mcse)
 
 
-def test_pf_engine_and_option_errors():
+# The engine run is slow: the pf engine on this state-space view runs by default in
+# tests/test_own_model.py::test_a_plain_state_space_program_with_a_view_runs_the_particle_filter (its log-likelihood
+# against the Kalman filter's; docs/performance.md#test-suite).
+@pytest.mark.slow
+def test_pf_engine_draws_states():
     spec, _, data, _ = problem(2, 10)
     idata = inference.run(spec, data, engine="pf", num_chains=2, num_particles=100, num_samples=5)
     assert idata.posterior[ssm.STATES].shape == (2, 5, 2, 10, 2)
     assert np.isfinite(idata.posterior.attrs["log_evidence"])
+
+
+def test_pf_engine_option_errors():
+    spec, _, data, _ = problem(2, 10)
     with pytest.raises(OptionError, match="num_particles"):
         inference.run(spec, data, engine="pf", num_particles=1)
     with pytest.raises(OptionError, match="resampling"):
