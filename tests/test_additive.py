@@ -218,8 +218,11 @@ def test_ml2_reaches_the_evidence_it_reports(tiny):
     assert float(direct) > float(at_start)
 
 
+# SVI here runs with the slow tests: the additive program's density and gradient run under NUTS (this test) and
+# ml2 (above), and SVI on a collapsed GP program in tests/test_hyperposterior.py (docs/performance.md#test-suite).
 @pytest.mark.parametrize(
-    "engine, options", [("nuts", {"num_warmup": 30, "num_samples": 20}), ("svi", {"num_steps": 50})]
+    "engine, options",
+    [("nuts", {"num_warmup": 30, "num_samples": 20}), pytest.param("svi", {"num_steps": 50}, marks=pytest.mark.slow)],
 )
 def test_sampling_and_variational_engines_run(tiny, engine, options):
     result = inference.run(zoo.get("gp/additive", max_order=1), tiny, engine=engine, num_chains=1, **options)

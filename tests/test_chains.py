@@ -66,16 +66,19 @@ def test_sequential_chains_equal_the_vmapped_ones():
     assert again.compile_s == 0.0
 
 
-def test_nuts_on_new_data_of_the_same_shapes_compiles_nothing():
+# The vectorized chains run with the slow tests: the program cache that makes the second call free is the same for
+# both chain methods (inference/mcmc/nuts.py), and vmapped chains compiling nothing on a second run is checked above
+# (test_second_run_of_the_same_chains_compiles_nothing; docs/performance.md#test-suite).
+@pytest.mark.parametrize("method", ["sequential", pytest.param("vectorized", marks=pytest.mark.slow)])
+def test_nuts_on_new_data_of_the_same_shapes_compiles_nothing(method):
     """inference.run's second call (other data, other seed, same shapes) reuses the start search and the sampler."""
     spec = zoo.get("blr")
     options = {"num_chains": 2, "num_warmup": 5, "num_samples": 5}
-    for method in ("sequential", "vectorized"):
-        inference.run(spec, spec.simulate(jax.random.key(0), n=10), engine="nuts", chain_method=method, **options)
-        again = inference.run(
-            spec, spec.simulate(jax.random.key(1), n=10), engine="nuts", seed=1, chain_method=method, **options
-        )
-        assert again.posterior.attrs["compile_s"] == 0.0, method
+    inference.run(spec, spec.simulate(jax.random.key(0), n=10), engine="nuts", chain_method=method, **options)
+    again = inference.run(
+        spec, spec.simulate(jax.random.key(1), n=10), engine="nuts", seed=1, chain_method=method, **options
+    )
+    assert again.posterior.attrs["compile_s"] == 0.0, method
 
 
 def test_compiled_start_search_equals_numpyros_eager_one():

@@ -6,6 +6,8 @@ Tolerances come from Monte Carlo error: each posterior mean must lie within Z Mo
 the sd. Z = 4.5 keeps the chance of a false alarm over the ~60 compared numbers below 1e-3.
 """
 
+from functools import cache
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -19,10 +21,21 @@ from inference.results import diagnostics
 
 Z = 4.5
 GP_PARAMS = {"lengthscale": 0.8, "variance": 1.0, "noise": 0.09}
+# (data seed, size, fixed params) per model; the data are simulated when a test first asks (case): not at
+# collection, which every pytest worker repeats for every module
 CASES = {
-    "blr": (zoo.get("blr").simulate(jax.random.key(3), n=40, d=3), {"noise": 0.25}),
-    "gp/regression-latent": (zoo.get("gp/regression-latent").simulate(jax.random.key(4), n=12), GP_PARAMS),
+    "blr": (3, {"n": 40, "d": 3}, {"noise": 0.25}),
+    "gp/regression-latent": (4, {"n": 12}, GP_PARAMS),
 }
+
+
+@cache
+def case(model: str):
+    """(dataset, fixed params) of ``model``."""
+    seed, size, params = CASES[model]
+    return zoo.get(model).simulate(jax.random.key(seed), **size), params
+
+
 ENGINES = {
     "nuts": {"num_chains": 4, "num_warmup": 300, "num_samples": 500},
     "numpyro-nuts": {"num_chains": 4, "num_warmup": 300, "num_samples": 500},
@@ -44,7 +57,7 @@ ENGINES = {
 def exact_moments(model: str) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """Exact posterior mean and sd of every latent site, from the model's conjugate view."""
     spec = zoo.get(model)
-    dataset, params = CASES[model]
+    dataset, params = case(model)
     dataset = spec.validate(dataset)
     post = spec.views["conjugate"](resolve_params(spec, dataset, params), **dataset.observed)
     draws_to_sites = jax.vmap(post.to_sites)
@@ -60,16 +73,24 @@ def exact_moments(model: str) -> dict[str, tuple[np.ndarray, np.ndarray]]:
 
 
 GYM = {"mclmc", "mams", "chees", "mala", "pathfinder"}  # 10-20 s of compilation each: slow
+# NumPyro's own NUTS on the GP latent runs with the slow tests too: what the zoo adds to it (the wrapper in
+# inference/mcmc/numpyro_nuts.py, fixed params, the sites' names) is model-independent and checked on blr, and the
+# GP latent is checked under the zoo's NUTS and SVI (docs/performance.md#test-suite).
+SLOW_CASES = {("gp/regression-latent", "numpyro-nuts")}
 
 
 @pytest.fixture(
     scope="module",
-    params=[pytest.param((m, e), marks=[pytest.mark.slow] * (e in GYM)) for m in CASES for e in ENGINES],
+    params=[
+        pytest.param((m, e), marks=[pytest.mark.slow] * (e in GYM or (m, e) in SLOW_CASES))
+        for m in CASES
+        for e in ENGINES
+    ],
     ids=lambda p: f"{p[1]}-{p[0]}",
 )
 def engine_result(request):
     model, engine = request.param
-    dataset, params = CASES[model]
+    dataset, params = case(model)
     idata = inference.run(model, dataset, engine=engine, seed=11, params=params, **ENGINES[engine])
     return model, engine, idata
 
@@ -114,7 +135,7 @@ def test_samplers_converge_without_divergences(engine_result):
 
 
 def test_exact_engine_reports_the_log_evidence():
-    dataset, params = CASES["blr"]
+    dataset, params = case("blr")
     idata = inference.run("blr", dataset, engine="exact", params=params)
     spec = zoo.get("blr")
     X, y = np.asarray(dataset.observed["X"]), np.asarray(dataset.observed["y"])
@@ -125,11 +146,16 @@ def test_exact_engine_reports_the_log_evidence():
     np.testing.assert_allclose(idata.posterior.attrs["log_evidence"], expected, rtol=1e-10)
 
 
-@pytest.fixture(scope="module", params=list(CASES))
+# The vectorized chains on the GP latent run with the slow tests: the chain method is model-independent code
+# (inference/mcmc/chains.py), checked here on blr, and NUTS on gp/regression-latent is checked above with the
+# default (sequential) chains (docs/performance.md#test-suite).
+@pytest.fixture(
+    scope="module", params=["blr", pytest.param("gp/regression-latent", marks=pytest.mark.slow)], ids=list(CASES)
+)
 def vectorized_nuts_result(request):
     """NUTS with its chains vmapped in lockstep (``chain_method="vectorized"``; the default runs them one after
     another): the same sampler, so the same exact answer."""
-    dataset, params = CASES[request.param]
+    dataset, params = case(request.param)
     options = {**ENGINES["nuts"], "chain_method": "vectorized"}
     idata = inference.run(request.param, dataset, engine="nuts", seed=11, params=params, **options)
     return request.param, "nuts", idata

@@ -1,5 +1,7 @@
 """Model options (zoo.get, the CLI, suites), the svi engine's minibatches, restarts and starts, and the ml2 engine."""
 
+from functools import cache
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -138,22 +140,27 @@ def test_minibatch_svgp_reaches_the_full_batch_optimum(sparse_data):
 # svi: restarts and starting values
 
 
-BLR = zoo.get("blr").simulate(jax.random.PRNGKey(0), n=30, d=2)
+@cache
+def blr_data():
+    """Simulated when a test first asks, not at collection (which every pytest worker repeats)."""
+    return zoo.get("blr").simulate(jax.random.PRNGKey(0), n=30, d=2)
+
+
 SVI_SHORT = {"engine": "svi", "guide": "normal", "num_steps": 30, "num_samples": 5, "learning_rate": 0.05}
 
 
 def test_restarts_keep_the_fit_with_the_best_final_elbo():
     """restarts = 3 runs the same three fits as num_chains = 3 (same keys, one shared scoring key) and keeps the one
     whose many-sample final ELBO is highest."""
-    each = inference.run("blr", BLR, seed=4, num_chains=3, score_particles=64, **SVI_SHORT)
-    kept = inference.run("blr", BLR, seed=4, restarts=3, score_particles=64, **SVI_SHORT)
+    each = inference.run("blr", blr_data(), seed=4, num_chains=3, score_particles=64, **SVI_SHORT)
+    kept = inference.run("blr", blr_data(), seed=4, restarts=3, score_particles=64, **SVI_SHORT)
     scores = each.point_estimates["final_elbo"].values
     assert len(set(np.round(scores, 6))) == 3
     np.testing.assert_allclose(kept.point_estimates["final_elbo"].values, [scores.max()], rtol=1e-12)
     best = int(np.argmax(scores))
     np.testing.assert_allclose(kept.optimization["elbo"].values[0], each.optimization["elbo"].values[best])
     with pytest.raises(OptionError, match="restarts"):
-        inference.run("blr", BLR, restarts=0, **SVI_SHORT)
+        inference.run("blr", blr_data(), restarts=0, **SVI_SHORT)
 
 
 def test_init_params_start_every_fit_where_asked():
@@ -161,14 +168,14 @@ def test_init_params_start_every_fit_where_asked():
     1e-9 the fits end where they started. Unknown names and wrong shapes are OptionErrors before compiling."""
     tiny = {**SVI_SHORT, "learning_rate": 1e-9}
     starts = np.array([[0.5, -1.0], [2.0, 3.0]])
-    idata = inference.run("blr", BLR, num_chains=2, init_params={"w_auto_loc": starts}, **tiny)
+    idata = inference.run("blr", blr_data(), num_chains=2, init_params={"w_auto_loc": starts}, **tiny)
     np.testing.assert_allclose(idata.point_estimates["w"].values, starts, atol=1e-6)
-    shared = inference.run("blr", BLR, num_chains=2, init_params={"w_auto_loc": starts[0]}, **tiny)
+    shared = inference.run("blr", blr_data(), num_chains=2, init_params={"w_auto_loc": starts[0]}, **tiny)
     np.testing.assert_allclose(shared.point_estimates["w"].values, starts[[0, 0]], atol=1e-6)
     with pytest.raises(OptionError, match="not a param site"):
-        inference.run("blr", BLR, init_params={"w_loc": starts[0]}, **tiny)
+        inference.run("blr", blr_data(), init_params={"w_loc": starts[0]}, **tiny)
     with pytest.raises(OptionError, match="shape"):
-        inference.run("blr", BLR, num_chains=2, init_params={"w_auto_loc": np.zeros(3)}, **tiny)
+        inference.run("blr", blr_data(), num_chains=2, init_params={"w_auto_loc": np.zeros(3)}, **tiny)
 
 
 # ----------------------------------------------------------------------------------------------------------------

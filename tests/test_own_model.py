@@ -1,6 +1,8 @@
 """A NumPyro program written here, not registered, under every engine that fits it (docs/own-model.md): posterior
 means against the exact answer of its registered twin within Monte Carlo error (ArviZ MCSE)."""
 
+from functools import cache
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -24,13 +26,16 @@ def my_blr(X, y=None):
     numpyro.sample("y", dist.Normal(X @ w, jnp.sqrt(noise)).to_event(1), obs=y)
 
 
-BLR_DATA = zoo.get("blr").simulate(jax.random.key(0))
+@cache
+def blr_data():
+    """Simulated when a test first asks, not at collection (which every pytest worker repeats)."""
+    return zoo.get("blr").simulate(jax.random.key(0))
 
 
 @pytest.fixture(scope="module")
 def exact_blr():
     """Posterior mean of w on the registered twin, from 8000 exact draws (its own error is ~1 % of an MCSE below)."""
-    result = inference.run("blr", BLR_DATA, "exact", 0, num_chains=4, num_samples=2000, params={"noise": 0.25})
+    result = inference.run("blr", blr_data(), "exact", 0, num_chains=4, num_samples=2000, params={"noise": 0.25})
     return float(result.posterior.attrs["log_evidence"]), result
 
 
@@ -46,7 +51,7 @@ def exact_blr():
 def test_a_plain_program_samples_the_posterior_of_its_registered_twin(engine, options, exact_blr):
     _, exact = exact_blr
     fixed = {"noise": 0.25}  # conditioning on the noise makes the twin's posterior exact (conjugate)
-    result = inference.run(my_blr, BLR_DATA.observed, engine, 1, params=fixed, **options)
+    result = inference.run(my_blr, blr_data().observed, engine, 1, params=fixed, **options)
     assert result.posterior.attrs["model"] == "my_blr"
     table = diagnostics.summary(result, var_names=["w"])
     reference = exact.posterior["w"].mean(("chain", "draw")).values
@@ -57,8 +62,8 @@ def test_a_plain_program_samples_the_posterior_of_its_registered_twin(engine, op
 def test_svi_on_a_plain_program_is_svi_on_its_registered_twin():
     """Same engine, seed and data: the program path adds nothing to what the registered path computes."""
     options = {"num_steps": 300, "num_samples": 50}
-    ours = inference.run(my_blr, BLR_DATA.observed, "svi", 3, **options)
-    twin = inference.run("blr", BLR_DATA, "svi", 3, **options)
+    ours = inference.run(my_blr, blr_data().observed, "svi", 3, **options)
+    twin = inference.run("blr", blr_data(), "svi", 3, **options)
     np.testing.assert_allclose(ours.posterior["w"].values, twin.posterior["w"].values, rtol=1e-10)
 
 
@@ -130,6 +135,10 @@ def test_a_plain_state_space_program_with_a_view_runs_the_particle_filter(ssm_pr
     result = inference.run(my_lgssm_with_view, observed, "pf", 0, num_chains=8, num_particles=500, params=TRUE)
     runs = result.point_estimates["log_likelihood"].values
     assert abs(runs.mean() - exact) < 4 * runs.std(ddof=1) / np.sqrt(runs.size), (runs, exact)
+    # the filter's drawn trajectories (tests/test_pf.py's engine run on the registered model is slow)
+    states = result.posterior[ssm.STATES]
+    assert states.shape[0] == 8 and states.shape[-3:] == (2, observed["y"].shape[1], 2)
+    assert np.all(np.isfinite(states.values))
 
 
 def test_what_a_plain_program_cannot_do_is_said_before_compiling():
@@ -140,7 +149,7 @@ def test_what_a_plain_program_cannot_do_is_said_before_compiling():
     with pytest.raises(IncompatibleEngineError, match="latent sites z are discrete"):
         inference.run(coin, {"y": np.array(0.3)}, "nuts")
     with pytest.raises(IncompatibleEngineError, match="needs state_space"):
-        inference.run(my_blr, BLR_DATA.observed, "pgas")
+        inference.run(my_blr, blr_data().observed, "pgas")
     with pytest.raises(DataError, match="needs data"):
         inference.run(my_blr, None, "nuts")
     with pytest.raises(DataError, match="unexpected keyword argument 'z'"):
@@ -162,11 +171,11 @@ def test_a_program_given_simulate_runs_without_data_and_reuses_its_spec():
 
 def test_a_data_file_goes_to_inference_run_for_registered_models_and_declared_programs(tmp_path):
     path = tmp_path / "blr.csv"
-    X, y = np.asarray(BLR_DATA.observed["X"]), np.asarray(BLR_DATA.observed["y"])
+    X, y = np.asarray(blr_data().observed["X"]), np.asarray(blr_data().observed["y"])
     np.savetxt(path, np.column_stack([X, y]), delimiter=",", header="X_0,X_1,y", comments="")
     options = {"num_chains": 1, "num_samples": 20, "params": {"noise": 0.25}}
     from_file = inference.run("blr", str(path), "exact", 0, **options)
-    from_arrays = inference.run("blr", BLR_DATA.observed, "exact", 0, **options)
+    from_arrays = inference.run("blr", blr_data().observed, "exact", 0, **options)
     np.testing.assert_allclose(from_file.posterior["w"].values, from_arrays.posterior["w"].values, rtol=1e-12)
 
     with pytest.raises(DataError, match="declare the program's arrays"):

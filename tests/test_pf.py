@@ -64,7 +64,7 @@ def repeated_log_likelihood(view, num_particles: int, method: str, resampler: st
 def test_log_likelihood_unbiased_in_exp_space(method, resampler, num_particles):
     spec, view, _, observed = problem(2, 10)
     params = dict(spec.default_params)
-    exact = float(kalman_log_likelihood(view, params, observed))
+    exact = float(jax.jit(lambda p: kalman_log_likelihood(view, p, observed))(params))  # one program, not one per op
     run = repeated_log_likelihood(view, num_particles, method, resampler)
     log_lik = np.asarray(run(jax.random.split(jax.random.key(7), NUM_RUNS), params, observed))
     ratio = np.exp(log_lik - exact)
@@ -89,7 +89,7 @@ def test_score_matches_kalman_gradient():
     spec, view, _, observed = problem(2, 10)
     params = {k: jnp.asarray(v) for k, v in spec.default_params.items()}
     phi0, to_params = pf.parameter_transform(view, observed, params)
-    exact = jax.grad(lambda phi: kalman_log_likelihood(view, to_params(phi), observed))(phi0)
+    exact = jax.jit(jax.grad(lambda phi: kalman_log_likelihood(view, to_params(phi), observed)))(phi0)
 
     def score(key):
         return pf.log_likelihood_and_score(
@@ -102,11 +102,19 @@ def test_score_matches_kalman_gradient():
     assert np.all(np.abs(scores.mean(axis=0) - exact) < 4 * mcse + 1e-9), (scores.mean(axis=0), exact, mcse)
 
 
-def test_pf_engine_and_option_errors():
+# The engine run is slow: the pf engine on this state-space view runs by default in
+# tests/test_own_model.py::test_a_plain_state_space_program_with_a_view_runs_the_particle_filter (its log-likelihood
+# against the Kalman filter's; docs/performance.md#test-suite).
+@pytest.mark.slow
+def test_pf_engine_draws_states():
     spec, _, data, _ = problem(2, 10)
     idata = inference.run(spec, data, engine="pf", num_chains=2, num_particles=100, num_samples=5)
     assert idata.posterior[ssm.STATES].shape == (2, 5, 2, 10, 2)
     assert np.isfinite(idata.posterior.attrs["log_evidence"])
+
+
+def test_pf_engine_option_errors():
+    spec, _, data, _ = problem(2, 10)
     with pytest.raises(OptionError, match="num_particles"):
         inference.run(spec, data, engine="pf", num_particles=1)
     with pytest.raises(OptionError, match="resampling"):
