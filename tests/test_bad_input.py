@@ -13,7 +13,7 @@ from zoo.errors import DataError, IncompatibleEngineError, OptionError, UnknownN
 
 
 @cache
-def data():
+def blr_data():
     """Simulated when a test first asks, not at collection (which every pytest worker repeats)."""
     return zoo.get("blr").simulate(jax.random.key(0), n=10)
 
@@ -35,7 +35,7 @@ def test_unknown_model_suggests_close_matches():
 
 def test_unknown_engine_suggests_close_matches():
     with pytest.raises(UnknownNameError, match="'nuts'"):
-        inference.run("blr", data(), engine="nutz")
+        inference.run("blr", blr_data(), engine="nutz")
 
 
 def test_incompatible_engine_names_the_engines_that_fit():
@@ -44,10 +44,10 @@ def test_incompatible_engine_names_the_engines_that_fit():
 
 
 def test_nan_in_data():
-    y = np.array(data().observed["y"])
+    y = np.array(blr_data().observed["y"])
     y[3] = np.nan
     with pytest.raises(DataError, match="'y' has 1 NaN"):
-        inference.run("blr", {"X": data().observed["X"], "y": y}, engine="exact")
+        inference.run("blr", {"X": blr_data().observed["X"], "y": y}, engine="exact")
 
 
 @pytest.mark.parametrize(
@@ -82,16 +82,16 @@ def test_wrong_shapes_and_missing_arrays(data, message):
 )
 def test_invalid_options(options, message):
     with pytest.raises(OptionError, match=message):
-        inference.run("blr", data(), engine="nuts", **options)
+        inference.run("blr", blr_data(), engine="nuts", **options)
 
 
 def test_invalid_svi_guide_and_seed():
     with pytest.raises(OptionError, match="guide must be one of"):
-        inference.run("blr", data(), engine="svi", guide="flow")
+        inference.run("blr", blr_data(), engine="svi", guide="flow")
     with pytest.raises(IncompatibleEngineError, match="provides no guide"):
-        inference.run("blr", data(), engine="svi", guide="model")
+        inference.run("blr", blr_data(), engine="svi", guide="model")
     with pytest.raises(OptionError, match="seed"):
-        inference.run("blr", data(), engine="exact", seed=-1)
+        inference.run("blr", blr_data(), engine="exact", seed=-1)
 
 
 def test_negative_simulation_size():
