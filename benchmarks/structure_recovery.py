@@ -46,6 +46,7 @@ every miss. ``run_method`` is the dispatch that ``benchmarks/structure_smc.py`` 
 """
 
 import argparse
+import itertools
 import json
 import math
 import os
@@ -628,20 +629,15 @@ def main(argv=None) -> int:
     p.add_argument("--plot", default=None, help="write the figure here (default: recovery.png in --results)")
     args = p.parse_args(argv)
     try:
-        args.truths = args.truths + [f"d{d}.{i}" for d in range(1, args.depth + 1) for i in range(max(args.drawn, 0))]
+        args.truths = args.truths + [f"d{d}.{i}" for d in range(1, args.depth + 1) for i in range(args.drawn)]
         check_args(args)
         python = peers.peer_python(PEER) if "gpy-abcd" in args.methods else None
     except (OptionError, peers.PeerMissing) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     Path(args.results).mkdir(parents=True, exist_ok=True)
-    rows = []
-    for truth in args.truths:
-        for n in args.n:
-            for snr in args.snr:
-                for seed in args.seeds:
-                    for method in args.methods:
-                        rows.append(_announce(run_cell((truth, n, snr, seed, method), args, python)))
+    cells = itertools.product(args.truths, args.n, args.snr, args.seeds, args.methods)
+    rows = [_announce(run_cell(cell, args, python)) for cell in cells]
     title = (
         f"n = {args.n} training (+ n / 5 held-out) points, snr {args.snr}, depth {args.depth}, "
         f"{args.restarts} restarts, seeds {args.seeds}"

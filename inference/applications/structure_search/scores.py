@@ -99,7 +99,7 @@ def check_score_options(score: str, options: dict) -> None:
     """An ``OptionError`` before any fit for ``score_options`` the score cannot take: ``tsmc``'s are the engine's
     options (validated where every engine option is); ``bic`` and ``laplace`` take none."""
     if score == "tsmc":
-        validate_options(get_engine("tsmc"), {"num_particles": 256, "num_chains": 2, **options})
+        validate_options(get_engine("tsmc"), options)
     elif options:
         raise OptionError(f"score {score!r} takes no score_options, got {sorted(options)}.")
 
