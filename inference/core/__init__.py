@@ -1,10 +1,10 @@
 """The driver every engine and application stands on: ``run`` and the engine registry (``api``), shared engine
 options (``options``), a model's program as engines see it (``program``), chains (``chains``), bounded caches of
-compiled runners (``cache``), the Dask client (``cluster``), which parameters a run holds fixed (``fixed``) and the
-time a run is expected to take (``progress``), and the parameter path a learning engine records
-(``parameter_path``). It imports no engine and no application."""
+compiled runners and their release when memory mappings run short (``cache``), the Dask client (``cluster``), which
+parameters a run holds fixed (``fixed``) and the time a run is expected to take (``progress``), and the parameter
+path a learning engine records (``parameter_path``). It imports no engine and no application."""
 
-from inference.core import fixed, options, parameter_path, progress
+from inference.core import cache, fixed, options, parameter_path, progress
 from inference.core.api import (
     EngineOutput,
     Timer,
@@ -25,6 +25,7 @@ from inference.core.program import conditioned_program, latent_sites, observed_a
 __all__ = [
     "EngineOutput",
     "Timer",
+    "cache",
     "conditioned_program",
     "dask_client",
     "engine_names",

@@ -19,7 +19,7 @@ import jax
 import numpy as np
 
 import zoo
-from inference.core.cache import MAX_PROGRAMS
+from inference.core.cache import MAX_PROGRAMS, on_release, release_if_mappings_short
 from inference.core.program import resolve_params
 from zoo import cpu_threads
 from zoo.errors import IncompatibleEngineError, OptionError, unknown_name
@@ -152,6 +152,7 @@ class Timer:
 
     _compiled: "OrderedDict[tuple, Any]" = OrderedDict()
     _max_cached = MAX_PROGRAMS  # each holds an executable's memory mappings (inference.core.cache)
+    on_release(_compiled.clear)
 
     def __init__(self) -> None:
         self.compile_s = 0.0
@@ -162,6 +163,7 @@ class Timer:
         signature = (fn, treedef, tuple((np.shape(x), str(getattr(x, "dtype", type(x).__name__))) for x in leaves))
         compiled = self._compiled.get(signature)
         if compiled is None:
+            release_if_mappings_short()
             start = time.perf_counter()
             compiled = fn.lower(*args).compile()
             self.compile_s += time.perf_counter() - start
