@@ -33,11 +33,12 @@ docs/sources/mchutchon.md#pilco-plant). Sizes (``settings``) are reduced from th
 one shared core: on the kink, Direct 1500 steps (as the thesis), EP-EM 20 iterations with moment matching and with
 10 and 100 importance samples (thesis: up to 10,000), the PF with 100 and 1000 particles (thesis: up to 10,000) for
 250 iterations, PGAS-EM with 10 and 100 sampled trajectories for 30 iterations; on the cart-pole, Direct 750 steps
-(thesis 1500) and PGAS-EM with 10 sampled trajectories for 30 iterations (thesis: about 60 to converge); no EP-EM
-curve there (moment-matching EP-EM finished neither 10 iterations in 15 minutes nor 3 in 9 on a shared core) and no
-PF curve. The PF uses Adam on the path score (``mchutchon_learning``'s choice) rather than Algorithm 5's line search,
-so an iteration is one score evaluation, while the thesis counts the function evaluations of its line search;
-Direct's L-BFGS iteration includes its own line search. Quick: the kink with 6 / 6 trajectories, Direct (60 steps)
+(thesis 1500), PGAS-EM with 10 sampled trajectories for 30 iterations (thesis: about 60 to converge), and EP-EM
+at Table 3.4's cart-pole settings, 3 EM iterations with moment matching and with 50 importance samples (an EM
+iteration there takes minutes, most of it the M-step's 20 L-BFGS steps); no PF curve. The PF uses Adam on
+the path score (``mchutchon_learning``'s choice) rather than Algorithm 5's line search, so an iteration is one score
+evaluation, while the thesis counts the function evaluations of its line search; Direct's L-BFGS iteration includes
+its own line search. Quick: the kink with 6 / 6 trajectories, Direct (60 steps)
 and PGAS-EM (4 iterations, 5 samples) only, and the variational GP-SSM for 10,000 steps (a smoke test: its fit is
 still in its high-noise phase there).
 
@@ -137,6 +138,9 @@ def settings(quick: bool) -> dict:
         Run("3.29", "kink", "PF 1000 particles", "pf-ml", {**pf, "num_particles": 1000}),
         Run("3.27", "kink", "IS-EP-EM 100 samples", "is-ep-em", {"num_steps": 20, "num_samples": 100}),
         Run("3.36", "cartpole", "PGAS-EM 10 samples", "pgas-em", {"num_steps": 30, "num_samples": 10}),
+        # Table 3.4's cart-pole EP-EM settings: 3 EM iterations; IS-EP with 50 samples and 4 EP sweeps
+        Run("3.27", "cartpole", "MM-EP-EM (= ADS-EM)", "analytic-em", {"num_steps": 3}),
+        Run("3.27", "cartpole", "IS-EP-EM 50 samples", "is-ep-em", {"num_steps": 3, "num_samples": 50}),
     ]
     return {
         "systems": {"kink": {"num_train": 20, "num_test": 20}, "cartpole": {"num_train": 20, "num_test": 20}},
@@ -283,12 +287,13 @@ def claims(summary: list[dict]) -> list[dict]:
                 best["test_best"] < analytic["test_best"],
             )
             counts = sorted(sampled.values(), key=lambda v: int(v["learner"].split()[1]))
-            add(
-                "3.27",
-                f"{system}: the best performance comes with the fewest samples",
-                "best test NLP " + ", ".join(f"{v['learner']} {v['test_best']:.3f}" for v in counts),
-                min(counts, key=lambda v: v["test_best"]) is counts[0],
-            )
+            if len(counts) > 1:  # one sample count (the cart-pole's, Table 3.4) cannot test it
+                add(
+                    "3.27",
+                    f"{system}: the best performance comes with the fewest samples",
+                    "best test NLP " + ", ".join(f"{v['learner']} {v['test_best']:.3f}" for v in counts),
+                    min(counts, key=lambda v: v["test_best"]) is counts[0],
+                )
         if ep:
             fits = {k: v for k, v in ep.items() if overfits(v)}
             add(
