@@ -15,6 +15,8 @@ JSON line per iteration so far: wall seconds of the dynamics training, of the po
 included, so the first iteration of each compiled shape pays it) and of the whole iteration, L-BFGS iterations, the
 jitter each dynamics GP needed, the predicted and true total costs, and the fraction of ``--tests`` test trials from
 fresh start states that swing up (docs/sources/mchutchon.md#pilco-success).
+An iteration whose policy L-BFGS ended non-finite (the previous policy kept) is warned of on stderr as it happens,
+and the run then exits with status 1 at its end, its state saved: a failed run, not a slow learner.
 
 Chunks: the loop's whole state (trials, policies, PRNG key, every dynamics fit) is saved to OUT.pkl after every
 iteration, written atomically with OUT (``inference.files.atomic``), so a run killed at any point loses at most the
@@ -27,6 +29,7 @@ last dynamics fit.
 import argparse
 import json
 import pickle
+import sys
 import time
 from pathlib import Path
 
@@ -50,6 +53,12 @@ SAME_RUN = (
     "raw_angle",
     "policy_angle",
     "pseudo_targets",
+)
+
+
+NON_FINITE = (
+    "warning: iteration {iteration}: the policy's L-BFGS ended non-finite; the previous policy was kept, so this "
+    "iteration learnt nothing (the run exits with status 1 at its end)"
 )
 
 
@@ -139,6 +148,8 @@ def main() -> None:
         lines.append(iteration_line(args, result, i, chunk))
         save(args, result, lines)
         print(json.dumps({**lines[-1], "elapsed_seconds": round(time.perf_counter() - start, 1)}), flush=True)
+        if not result.finite[i]:
+            print(NON_FINITE.format(iteration=i + 1), file=sys.stderr, flush=True)
         next_guess = 1.2 * result.iteration_seconds[i]
         if i == 0 and options.get("warm_start"):  # the next fit is warm: its L-BFGS scales with the steps
             learn = result.learn_seconds[i] * args.warm_steps / pilco.GPSSM_OPTIONS["num_steps"].default
@@ -162,6 +173,9 @@ def main() -> None:
         )
     except BudgetSpent:
         print(f"stopped after {time.perf_counter() - start:.0f} s: budget spent; continue with --resume", flush=True)
+    failed = [line["iteration"] for line in lines if not line["lbfgs_finite"]]
+    if failed:  # the run is saved and resumable, but a driver must not count it as a good one
+        sys.exit(f"failed run: policy optimisation ended non-finite at iterations {failed} (kept the previous policy)")
 
 
 if __name__ == "__main__":
