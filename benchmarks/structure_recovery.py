@@ -46,6 +46,7 @@ every miss. ``run_method`` is the dispatch that ``benchmarks/structure_smc.py`` 
 """
 
 import argparse
+import functools
 import itertools
 import json
 import math
@@ -139,6 +140,7 @@ def _leaves(kernel) -> list:
     return [leaf for c in kernel.CHILDREN for leaf in _leaves(getattr(kernel, c))]
 
 
+@functools.cache  # a cell asks for its truth several times (simulation, oracle, refit)
 def draw_truth(depth: int, index: int):
     """Truth ``d<depth>.<index>``: a structure of ``depth`` distinct bases drawn through ``DRAWN_GRAMMAR``'s
     expansions, its hyperparameters from ``DRAWN_RANGES``; the same (depth, index) always gives the same kernel."""
@@ -304,20 +306,15 @@ def refit_truth(name: str, data: dict, restarts: int, seed: int, score: str = "b
     return out
 
 
-def greedy_log_density(result, x_test: np.ndarray, y_test: np.ndarray) -> float:
-    """log N(y_test | m, S + noise I) of the best kernel's GP predictive, the held-out points jointly (data units)."""
+def greedy_forecast(result, x_test: np.ndarray, y_test: np.ndarray) -> tuple[float, np.ndarray]:
+    """The best kernel's GP predictive of the held-out points, one prediction: log N(y_test | m, S + noise I), the
+    points jointly (data units), and P(Y_j <= y_test[j] | y_train) (m,) under the pointwise N(m_j, S_jj + noise)."""
     X, Xt = jnp.asarray(result.X), jnp.asarray(x_test[:, None])
     post = gp.predict(result.kernel, X, jnp.asarray(result.y - result.mean), result.noise, Xt, full_cov=True)
     r = jnp.asarray(y_test - result.mean) - post.mean
-    return float(gp.gaussian_log_evidence(r, post.cov + result.noise * jnp.eye(len(y_test)))[0])
-
-
-def greedy_predictive_cdf(result, x_test: np.ndarray, y_test: np.ndarray) -> np.ndarray:
-    """P(Y_j <= y_test[j] | y_train) (m,) under the best kernel's pointwise predictive N(m_j, v_j + noise)."""
-    X, Xt = jnp.asarray(result.X), jnp.asarray(x_test[:, None])
-    post = gp.predict(result.kernel, X, jnp.asarray(result.y - result.mean), result.noise, Xt, full_cov=False)
-    sd = jnp.sqrt(jnp.maximum(post.cov, 0.0) + result.noise)
-    return np.asarray(norm.cdf((jnp.asarray(y_test - result.mean) - post.mean) / sd))
+    log_density = float(gp.gaussian_log_evidence(r, post.cov + result.noise * jnp.eye(len(y_test)))[0])
+    sd = jnp.sqrt(jnp.maximum(jnp.diag(post.cov), 0.0) + result.noise)
+    return log_density, np.asarray(norm.cdf(r / sd))
 
 
 def inside_band(cdf: np.ndarray, level: float = 0.95) -> float:
@@ -343,6 +340,7 @@ def run_greedy(data: dict, depth: int, restarts: int, seed: int, score: str = "b
         score_options=TSMC_SCORE_OPTIONS if score == "tsmc" else None,
         progress=_quiet,
     )
+    log_density, cdf = greedy_forecast(result, data["x_test"], data["y_test"])
     return {
         "wall_s": time.perf_counter() - t0,
         "kernel": result.best.expression,
@@ -350,8 +348,8 @@ def run_greedy(data: dict, depth: int, restarts: int, seed: int, score: str = "b
         "log_likelihood": result.best.log_likelihood,
         "num_params": result.best.num_params,
         "bic": result.best.bic,
-        "log_density": greedy_log_density(result, data["x_test"], data["y_test"]),
-        "inside_95": inside_band(greedy_predictive_cdf(result, data["x_test"], data["y_test"])),
+        "log_density": log_density,
+        "inside_95": inside_band(cdf),
         "trace_bic": {f.expression: f.bic for f in result.trace if f.ok},  # every structure it fitted
         score: result.best.score,
         f"trace_{score}": {f.expression: f.score for f in result.trace if f.ok},
@@ -506,15 +504,16 @@ def _label(row: dict) -> str:
     return row["truth"] if expression == row["truth"] else f"{row['truth']}: {expression}"
 
 
-def _rate_table(rows: list[dict], methods: list[str], group, head: list[str]) -> list[str]:
-    """One line per value of ``group(row)`` (a tuple, its items under ``head``): per method recovered / runs."""
-    lines = ["| " + " | ".join(head + [f"{m} recovered" for m in methods]) + " |",
-             "|" + "---|" * len(head) + "---:|" * len(methods)]  # fmt: skip
+def _grouped_table(rows: list[dict], methods: list[str], group, head: list[str], columns: dict) -> list[str]:
+    """One line per value of ``group(row)`` (a tuple, its items under ``head``), and per method one cell per
+    ``columns`` item (title: function of that group's rows of the method, to text)."""
+    titles = [f"{m} {title}" for m in methods for title in columns]
+    lines = ["| " + " | ".join(head + titles) + " |", "|" + "---|" * len(head) + "---:|" * len(titles)]
     for g in dict.fromkeys(group(r) for r in rows):
         cells = []
         for m in methods:
             rs = [r for r in rows if group(r) == g and r["method"] == m]
-            cells.append(f"{sum(r['recovered'] for r in rs)}/{len(rs)}" if rs else "")
+            cells += [cell(rs) if rs else "" for cell in columns.values()]
         lines.append("| " + " | ".join([str(v) for v in g] + cells) + " |")
     return lines
 
@@ -525,21 +524,14 @@ def markdown(rows: list[dict]) -> str:
     method's score of the found kernel and of the refitted truth."""
     methods = [m for m in METHODS if any(r["method"] == m for r in rows)]
     size = lambda r: (r.get("n"), r.get("snr"))  # noqa: E731 (rows of earlier runs have neither)
-    lines = _rate_table(rows, methods, lambda r: (r.get("truth_depth"), *size(r)), ["truth depth", "n", "snr"])
-    head = "| truth | n | snr | " + " | ".join(f"{m} recovered | {m} held-out - oracle | {m} wall (s)" for m in methods)
-    lines += ["", head + " |", "|---|---:|---:|" + "---:|---:|---:|" * len(methods)]
-    for g in dict.fromkeys((_label(r), *size(r)) for r in rows):
-        cells = []
-        for m in methods:
-            rs = [r for r in rows if (_label(r), *size(r)) == g and r["method"] == m]
-            if not rs:
-                cells.append(" | | ")
-                continue
-            gap = np.mean([r["log_density"] - r["oracle_log_density"] for r in rs])
-            cells.append(
-                f"{sum(r['recovered'] for r in rs)}/{len(rs)} | {gap:.2f} | {np.mean([r['wall_s'] for r in rs]):.1f}"
-            )
-        lines.append("| " + " | ".join(str(v) for v in g) + " | " + " | ".join(cells) + " |")
+    recovered = {"recovered": lambda rs: f"{sum(r['recovered'] for r in rs)}/{len(rs)}"}
+    per_truth = recovered | {
+        "held-out - oracle": lambda rs: f"{np.mean([r['log_density'] - r['oracle_log_density'] for r in rs]):.2f}",
+        "wall (s)": lambda rs: f"{np.mean([r['wall_s'] for r in rs]):.1f}",
+    }
+    by_depth = lambda r: (r.get("truth_depth"), *size(r))  # noqa: E731
+    lines = _grouped_table(rows, methods, by_depth, ["truth depth", "n", "snr"], recovered)
+    lines += [""] + _grouped_table(rows, methods, lambda r: (_label(r), *size(r)), ["truth", "n", "snr"], per_truth)
     misses = [r for r in rows if not r["recovered"]]
     if misses:
         lines += [

@@ -42,8 +42,7 @@ def faked(monkeypatch):
 
     monkeypatch.setattr(recovery, "search", fake_search)
     monkeypatch.setattr(recovery, "smc_search", fake_smc)
-    monkeypatch.setattr(recovery, "greedy_log_density", lambda *a: -70.0)
-    monkeypatch.setattr(recovery, "greedy_predictive_cdf", lambda *a: np.array([0.5, 0.5, 0.99, 0.5]))
+    monkeypatch.setattr(recovery, "greedy_forecast", lambda *a: (-70.0, np.array([0.5, 0.5, 0.99, 0.5])))
     return calls
 
 

@@ -183,8 +183,7 @@ def test_greedy_laplace_is_the_greedy_search_ranked_by_laplace(monkeypatch, tmp_
         return types.SimpleNamespace(best=best, trace=[fitted])
 
     monkeypatch.setattr(bench, "search", fake_search)
-    monkeypatch.setattr(bench, "greedy_log_density", lambda *a: -3.0)
-    monkeypatch.setattr(bench, "greedy_predictive_cdf", lambda *a: np.full(4, 0.5))
+    monkeypatch.setattr(bench, "greedy_forecast", lambda *a: (-3.0, np.full(4, 0.5)))
     monkeypatch.setattr(bench, "oracle_log_density", lambda *a: -2.0)
     args = argparse.Namespace(
         truths=["SE"], seeds=[0], methods=["greedy-laplace"], n=[20], snr=[10.0], depth=2, restarts=3,
@@ -224,8 +223,7 @@ def test_greedy_tsmc_passes_its_engine_options_and_they_are_the_engines(monkeypa
         return types.SimpleNamespace(best=best, trace=[])
 
     monkeypatch.setattr(bench, "search", fake_search)
-    monkeypatch.setattr(bench, "greedy_log_density", lambda *a: -3.0)
-    monkeypatch.setattr(bench, "greedy_predictive_cdf", lambda *a: np.full(4, 0.5))
+    monkeypatch.setattr(bench, "greedy_forecast", lambda *a: (-3.0, np.full(4, 0.5)))
     row = bench.run_method("greedy-tsmc", simulate("SE", 20, 10.0, 0), 2, 3, 0, 32)
     assert calls[0]["score"] == "tsmc" and calls[0]["score_options"] == bench.TSMC_SCORE_OPTIONS
     assert row["tsmc"] == -7.0
