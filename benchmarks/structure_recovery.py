@@ -601,13 +601,24 @@ def check_args(args) -> None:
         raise OptionError(f"truths {deep} are deeper than --depth {args.depth}: the search cannot reach them.")
 
 
+def _truth_names(text: str) -> list[str]:
+    """Comma-separated truth names; a comma inside parentheses belongs to its name (``CP(SE, SE),Per``)."""
+    names, depth, start = [], 0, 0
+    for i, c in enumerate(text + ","):
+        depth += {"(": 1, ")": -1}.get(c, 0)
+        if c == "," and depth == 0:
+            names.append(text[start:i].strip())
+            start = i + 1
+    return names
+
+
 def _numbers(kind):
     return lambda text: [kind(v) for v in text.split(",")]
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--truths", type=lambda s: s.split(","), default=list(TRUTHS),
+    p.add_argument("--truths", type=_truth_names, default=list(TRUTHS),
                    help="names of TRUTHS and drawn truths d<depth>.<index> (default: TRUTHS)")  # fmt: skip
     p.add_argument("--drawn", type=int, default=0, help="add this many drawn truths at every depth 1..--depth")
     p.add_argument("--seeds", type=_numbers(int), default=[0, 1])

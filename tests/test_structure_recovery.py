@@ -100,6 +100,7 @@ def test_bad_settings_are_refused_before_any_run(tmp_path, capsys):
         (["--snr", "10,0"], "every snr positive"),
         (["--drawn", "-1"], "drawn must be 0 or more"),
         (["--truths", "Foo"], "unknown truth 'Foo'"),
+        (["--truths", "CP(SE, SE),Foo"], "unknown truth 'Foo'"),  # the comma inside CP(...) is its own
     ):
         assert main([*argv, "--methods", "greedy", "--results", str(tmp_path)]) == 2
         assert message in capsys.readouterr().err
