@@ -262,3 +262,32 @@ def test_fig4_8_from_run_files(tmp_path):
         read_runs([paths[0], paths[0]])
     with pytest.raises(FileNotFoundError, match="no such run file"):
         read_runs([tmp_path / "missing.jsonl"])
+
+
+def test_learning_run_warns_and_fails_on_a_non_finite_policy_optimisation(tmp_path, monkeypatch, capsys):
+    """benchmarks/pilco_learning_run.py: an iteration whose policy L-BFGS ended non-finite is warned of when it happens,
+    the run's state is still saved, and the run exits with status 1 (GP-SSM seed 7 of Fig 4.8 ran on for hours with
+    every iteration failing and exit status 0). The loop is faked: two iterations, the second non-finite."""
+    from benchmarks import pilco_learning_run as runner
+
+    def fake_loop(task, *, on_iteration, resume, **_):
+        out = pilco.LoopResult()
+        out.trials = [None, None]
+        for finite in (True, False):
+            out.trials.append(None)
+            for name, value in (("predicted", 40.0), ("trial_costs", 45.0), ("test_costs", [45.0]),
+                                ("success", 0.0), ("learn_seconds", 1.0), ("optimise_seconds", 1.0),
+                                ("iteration_seconds", 2.0), ("lbfgs_steps", 3), ("jitter", [0.0]),
+                                ("finite", finite)):  # fmt: skip
+                getattr(out, name).append(value)
+            on_iteration(out)
+        return out
+
+    monkeypatch.setattr(pilco, "control_loop", fake_loop)
+    out = tmp_path / "run.jsonl"
+    monkeypatch.setattr("sys.argv", ["pilco_learning_run", "gp-ssm", "7", str(out), "--iterations", "2"])
+    with pytest.raises(SystemExit, match=r"non-finite at iterations \[2\]"):
+        runner.main()
+    assert "warning: iteration 2:" in capsys.readouterr().err
+    assert [line.count('"lbfgs_finite": false') for line in out.read_text().splitlines()] == [0, 1]
+    assert runner.state_path(out).is_file()
