@@ -46,6 +46,8 @@ from inference.applications.structure_search.smc_result import SMCResult
 from inference.applications.structure_search.starts import (
     SMALL_VARIANCE,
     WarmStart,
+    base_starts,
+    data_periods,
     residual_period,
     trend_residual_period,
     warm_starts,
@@ -223,7 +225,10 @@ def search(
         for level in range(1, depth + 1):
             todo = []
             for parent in beam:
-                warm = {} if parent is None else _warm_starts(parent, grammar, factory.scales, Xs, ys, trend)
+                if parent is None:  # depth 1: periodic bases start at the data's periodogram peaks too
+                    warm = base_starts(grammar, factory.scales, (*data_periods(Xs, ys), trend))
+                else:
+                    warm = _warm_starts(parent, grammar, factory.scales, Xs, ys, trend)
                 for cand in expand(None if parent is None else parent.kernel, grammar, factory):
                     if cand.key not in fitted_keys:
                         fitted_keys.add(cand.key)

@@ -24,6 +24,12 @@ Mauna Loa) nearly interpolates the series, so its residuals keep mostly the high
 sit at the shortest admissible period, while the annual cycle is plain in the detrended data
 (docs/performance.md#random-starts). A new non-periodic lengthscale is the geometric mean of 2 x the spacing and the
 range (the middle of the factory's draws, ``scales.py``).
+
+Depth 1 has no parent, so a base periodic kernel gets its data-driven starts from the data alone (``base_starts``):
+the three highest peaks of the periodogram of y and the highest of the detrended y, its variance Var(y) and
+lengthscale 1. Random periods alone often missed the basin of a periodic truth: greedy then picked Per x SE at depth
+2 for a Per series whose own Per fit had ended far below the truth's refit
+(docs/performance.md#structure-recovery-first-pass).
 """
 
 import dataclasses
@@ -38,7 +44,16 @@ from zoo.kernels.base import Constant, Kernel
 from zoo.kernels.nonstationary import Changepoint, ChangeWindow
 from zoo.structure.grammar import Factory, Grammar, expand
 
-__all__ = ["NESTING", "NeutralFactory", "WarmStart", "residual_period", "trend_residual_period", "warm_starts"]
+__all__ = [
+    "NESTING",
+    "NeutralFactory",
+    "WarmStart",
+    "base_starts",
+    "data_periods",
+    "residual_period",
+    "trend_residual_period",
+    "warm_starts",
+]
 
 # Operators whose child contains the parent as a limit of the new part's parameters (module docstring); C.3 and C.8
 # replace a part, C.9 and C.10 remove one.
@@ -47,6 +62,9 @@ NESTING = frozenset({"C.1", "C.2", "C.4", "C.5", "C.6", "C.7", "C.11"})
 SMALL_VARIANCE = {"start": 1e-2, "limit": 1e-8}
 LONG = {"start": 10.0, "limit": 1e4}  # lengthscales, x the input range (Per: unitless, x 1)
 SWITCH_WIDTHS = {"start": 5.0, "limit": 50.0}  # how far past the data a switch lies, in its widths
+# Depth 1's periodic starts: the periodogram's highest peaks. A draw of Per (lengthscale ~1) can carry more power at
+# its second harmonic than at its period, so the highest peak alone can be half the period (module docstring).
+BASE_PEAKS = 3
 
 
 @dataclasses.dataclass(frozen=True)
@@ -120,10 +138,10 @@ def _made_here(kernel: Kernel) -> bool:
 @dataclasses.dataclass(frozen=True)
 class WarmStart:
     """A nesting candidate's start and limit (module docstring), both of its structure; ``more``: further starts
-    (the same structure at another data-driven period)."""
+    (the same structure at another data-driven period). A depth-1 start (``base_starts``) nests nothing: no limit."""
 
     start: Kernel
-    limit: Kernel
+    limit: Kernel | None
     more: tuple[Kernel, ...] = ()
 
     @property
@@ -139,6 +157,12 @@ def residual_period(kernel: Kernel, noise: float, X: np.ndarray, y: np.ndarray) 
         return None
     K = np.asarray(kernel(X), float) + noise * np.eye(len(y))
     return _periodogram_peak(X[:, 0], noise * np.linalg.solve(K, y))  # y - K_f (K_f + noise I)^-1 y
+
+
+def data_periods(X: np.ndarray, y: np.ndarray, count: int = BASE_PEAKS) -> list[float]:
+    """The periods of the ``count`` highest admissible peaks of the periodogram of y minus its mean, highest first
+    (one input column; else none)."""
+    return _periodogram_peaks(X[:, 0], y - y.mean(), count) if X.shape[1] == 1 else []
 
 
 def trend_residual_period(X: np.ndarray, y: np.ndarray) -> float | None:
@@ -161,6 +185,13 @@ def _same_values(a: Kernel, b: Kernel) -> bool:
 def _periodogram_peak(x: np.ndarray, residual: np.ndarray) -> float | None:
     """The period of the highest peak of the periodogram of ``residual`` (n,) at inputs ``x`` (n,) among the
     admissible periods [3 dx, R / 2]; None when it carries no power."""
+    peaks = _periodogram_peaks(x, residual, 1)
+    return peaks[0] if peaks else None
+
+
+def _periodogram_peaks(x: np.ndarray, residual: np.ndarray, count: int) -> list[float]:
+    """The periods of the ``count`` highest local maxima of the periodogram of ``residual`` (n,) at inputs ``x``
+    (n,) among the admissible periods [3 dx, R / 2], highest first; empty when it carries no power."""
     steps = np.diff(np.unique(x))
     R, dx = float(np.ptp(x)), float(steps.min())
     low, high = 1.0 / (MAX_PERIOD_FRACTION * R), 1.0 / (MIN_PERIOD_SPACINGS * dx)
@@ -169,8 +200,10 @@ def _periodogram_peak(x: np.ndarray, residual: np.ndarray) -> float | None:
     phase = 2 * np.pi * np.outer(frequencies, x - x.mean())
     power = (np.cos(phase) @ residual) ** 2 + (np.sin(phase) @ residual) ** 2
     if not np.all(np.isfinite(power)) or power.max() <= 0:
-        return None
-    return float(1.0 / frequencies[int(np.argmax(power))])
+        return []
+    padded = np.concatenate([[-np.inf], power, [-np.inf]])
+    local = np.flatnonzero((power > padded[:-2]) & (power >= padded[2:]))
+    return [float(1.0 / frequencies[i]) for i in local[np.argsort(power[local])[::-1][:count]]]
 
 
 def warm_starts(
@@ -198,3 +231,27 @@ def warm_starts(
             )
             out[key] = WarmStart(start, made[role, "limit"][key].kernel, more)
     return out
+
+
+def base_starts(grammar: Grammar, scales: Scales, periods: tuple[float, ...]) -> dict[str, WarmStart]:
+    """By candidate key, the data-driven starts of depth 1's periodic base kernels (module docstring): one per
+    distinct period of ``periods`` (standardised units; the data's periodogram peaks), variance 1 (= Var(y)),
+    lengthscale 1, no limit. Empty without a period."""
+    distinct = []
+    for period in periods:
+        if period is not None and all(abs(period / p - 1) >= 0.02 for p in distinct):
+            distinct.append(float(period))
+    if not distinct:
+        return {}
+    made = [
+        {c.key: c.kernel for c in expand(None, grammar, NeutralFactory(scales, "summand", "start", p))}
+        for p in distinct
+    ]
+    starts = {}
+    for key, kernel in made[0].items():
+        params = type(kernel).PARAMS
+        if "period" in params:
+            full = {"variance": 1.0} if "variance" in params else {}
+            first, *more = (dataclasses.replace(m[key], **full) for m in made)
+            starts[key] = WarmStart(first, None, tuple(more))
+    return starts
