@@ -233,10 +233,10 @@ def warm_starts(
     return out
 
 
-def base_starts(grammar: Grammar, scales: Scales, periods: tuple[float, ...]) -> dict[str, WarmStart]:
+def base_starts(grammar: Grammar, scales: Scales, periods: tuple[float | None, ...]) -> dict[str, WarmStart]:
     """By candidate key, the data-driven starts of depth 1's periodic base kernels (module docstring): one per
-    distinct period of ``periods`` (standardised units; the data's periodogram peaks), variance 1 (= Var(y)),
-    lengthscale 1, no limit. Empty without a period."""
+    distinct period of ``periods`` (standardised units; the data's periodogram peaks; None skipped), variance 1
+    (= Var(y)), lengthscale 1, no limit. Empty without a period."""
     distinct = []
     for period in periods:
         if period is not None and all(abs(period / p - 1) >= 0.02 for p in distinct):
