@@ -49,6 +49,7 @@ from inference.applications.structure_search.starts import (
     base_starts,
     data_periods,
     residual_period,
+    same_period,
     trend_residual_period,
     warm_starts,
 )
@@ -327,7 +328,7 @@ def _warm_starts(
         period = residual_period(parent.kernel, parent.noise, Xs, ys)
     except np.linalg.LinAlgError:  # a parent whose covariance does not solve: the geometric middle of the bounds
         period = None
-    more = () if trend is None or (period is not None and abs(trend / period - 1) < 0.02) else (trend,)
+    more = () if trend is None or (period is not None and same_period(trend, period)) else (trend,)
     return warm_starts(parent.kernel, grammar, scales, period, more)
 
 

@@ -51,6 +51,7 @@ __all__ = [
     "base_starts",
     "data_periods",
     "residual_period",
+    "same_period",
     "trend_residual_period",
     "warm_starts",
 ]
@@ -65,6 +66,7 @@ SWITCH_WIDTHS = {"start": 5.0, "limit": 50.0}  # how far past the data a switch 
 # Depth 1's periodic starts: the periodogram's highest peaks. A draw of Per (lengthscale ~1) can carry more power at
 # its second harmonic than at its period, so the highest peak alone can be half the period (module docstring).
 BASE_PEAKS = 3
+PERIOD_TOLERANCE = 0.02  # two data-driven periods closer than this (relative) give one start
 
 
 @dataclasses.dataclass(frozen=True)
@@ -177,6 +179,11 @@ def trend_residual_period(X: np.ndarray, y: np.ndarray) -> float | None:
     return residual_period(trend, variance, X, y - y.mean())
 
 
+def same_period(a: float, b: float) -> bool:
+    """Whether two data-driven periods are one start: within ``PERIOD_TOLERANCE`` of each other."""
+    return abs(a / b - 1) < PERIOD_TOLERANCE
+
+
 def _same_values(a: Kernel, b: Kernel) -> bool:
     """Whether two kernels of one structure have the same hyperparameters (kernels are pytrees)."""
     return all(np.allclose(u, v) for u, v in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True))
@@ -239,19 +246,15 @@ def base_starts(grammar: Grammar, scales: Scales, periods: tuple[float | None, .
     (= Var(y)), lengthscale 1, no limit. Empty without a period."""
     distinct = []
     for period in periods:
-        if period is not None and all(abs(period / p - 1) >= 0.02 for p in distinct):
+        if period is not None and not any(same_period(period, p) for p in distinct):
             distinct.append(float(period))
     if not distinct:
         return {}
-    made = [
-        {c.key: c.kernel for c in expand(None, grammar, NeutralFactory(scales, "summand", "start", p))}
-        for p in distinct
-    ]
     starts = {}
-    for key, kernel in made[0].items():
-        params = type(kernel).PARAMS
+    for cand in expand(None, grammar, NeutralFactory(scales, "summand", "start")):
+        params = type(cand.kernel).PARAMS
         if "period" in params:
             full = {"variance": 1.0} if "variance" in params else {}
-            first, *more = (dataclasses.replace(m[key], **full) for m in made)
-            starts[key] = WarmStart(first, None, tuple(more))
+            first, *more = (dataclasses.replace(cand.kernel, period=p, **full) for p in distinct)
+            starts[cand.key] = WarmStart(first, None, tuple(more))
     return starts
