@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from inference.core.progress import Heartbeat
 from inference.results import references as refs
 from zoo.errors import OptionError, ZooError
 
@@ -143,7 +144,9 @@ def build(
         }
         _check_quantities(spec, prepared, params)
         log(f"zoo reference: nuts on {spec.name}, {chains} chains x {warmup} + {draws * thin} iterations, thin {thin}")
-        idata = inference.run(spec, prepared, engine="nuts", seed=seed, **options, **common)
+        # one compiled program with no per-draw progress: a sign of life each minute of a run that can take hours
+        with Heartbeat(f"zoo reference: nuts on {spec.name}", every=60.0, out=log):
+            idata = inference.run(spec, prepared, engine="nuts", seed=seed, **options, **common)
         fixed = _fixed(idata)
         post = {
             name: np.asarray(idata.posterior[name].values)[:, thin - 1 :: thin] for name in idata.posterior.data_vars
