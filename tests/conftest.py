@@ -1,4 +1,4 @@
-"""Test configuration: quiet XLA logging, float64 and a project-local compilation cache before jax loads."""
+"""Test configuration, before jax loads: quiet XLA logging, float64, a project-local compile cache, XLA at -O1."""
 
 import os
 from pathlib import Path
