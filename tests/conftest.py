@@ -6,7 +6,7 @@ from pathlib import Path
 os.environ.setdefault("ZOO_JAX_CACHE_DIR", str(Path(__file__).resolve().parents[1] / ".jax_cache"))
 # A cold suite is mostly compilation (three quarters of a slow test's time on a fresh cache), and XLA's LLVM
 # backend at -O1 compiles the suite's programs in less time than at its default -O2 (pytest -q on 2 cores, fresh
-# cache: 680 s -> 577 s, docs/performance.md#compiler-effort). The programs are the same up to rounding (every check
+# cache: 680 s -> 577-617 s, docs/performance.md#compiler-effort). The programs are the same up to rounding (every check
 # passes under both levels, none widened for it); set XLA_FLAGS yourself to run the suite at another level.
 if "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
     os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} --xla_backend_optimization_level=1".strip()
